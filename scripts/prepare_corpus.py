@@ -1,0 +1,88 @@
+#!/usr/bin/env python
+"""Split a one-sentence-per-line corpus into train/valid, train sentencepiece, encode.
+
+Input: plain text or .xz, one sentence per line, documents separated by empty
+lines (the embedded ``data/austen.txt.xz`` by default). Output in ``--out``:
+``spm.model``/``spm.vocab`` and ``{train,valid}.spm`` (pieces separated by
+spaces, empty lines kept as document breaks) ready for
+``fairseq-preprocess --only-source``.
+"""
+
+import argparse
+import logging
+import lzma
+import os
+
+import sentencepiece as spm
+
+logger = logging.getLogger("prepare_corpus")
+
+
+def read_documents(path):
+    opener = lzma.open if path.endswith(".xz") else open
+    with opener(path, "rt", encoding="utf-8") as f:
+        docs = [d.strip("\n").split("\n") for d in f.read().split("\n\n")]
+    return [[s for s in d if s.strip()] for d in docs if any(s.strip() for s in d)]
+
+
+def write_documents(docs, path, processor=None):
+    with open(path, "w", encoding="utf-8") as out:
+        for i, doc in enumerate(docs):
+            if i:
+                out.write("\n")  # empty line: document break
+            for sentence in doc:
+                out.write(
+                    (" ".join(processor.encode(sentence, out_type=str)) if processor else sentence) + "\n"
+                )
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__)
+    here = os.path.dirname(os.path.abspath(__file__))
+    parser.add_argument("--corpus", default=os.path.join(here, "..", "data", "austen.txt.xz"))
+    parser.add_argument("--out", required=True, help="output directory")
+    parser.add_argument("--vocab-size", type=int, default=8000)
+    parser.add_argument("--max-docs", type=int, default=0, help="use only the first N documents (0: all)")
+    parser.add_argument("--valid-docs", type=int, default=2, help="documents held out for validation")
+    args = parser.parse_args()
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s | %(name)s | %(message)s")
+
+    docs = read_documents(args.corpus)
+    if args.max_docs:
+        docs = docs[: args.max_docs]
+    if len(docs) <= args.valid_docs:
+        raise SystemExit(
+            f"{args.corpus}: {len(docs)} documents, need more than --valid-docs {args.valid_docs}"
+        )
+    train, valid = docs[: -args.valid_docs], docs[-args.valid_docs :]
+    os.makedirs(args.out, exist_ok=True)
+    write_documents(train, os.path.join(args.out, "train.txt"))
+    write_documents(valid, os.path.join(args.out, "valid.txt"))
+    prefix = os.path.join(args.out, "spm")
+    spm.SentencePieceTrainer.train(
+        input=os.path.join(args.out, "train.txt"),
+        model_prefix=prefix,
+        vocab_size=args.vocab_size,
+        model_type="unigram",
+        character_coverage=1.0,
+        num_threads=2,
+        # fairseq's dictionary adds its own <s> <pad> </s> <unk>
+        bos_id=-1,
+        eos_id=-1,
+        minloglevel=2,
+    )
+    processor = spm.SentencePieceProcessor(model_file=prefix + ".model")
+    write_documents(train, os.path.join(args.out, "train.spm"), processor)
+    write_documents(valid, os.path.join(args.out, "valid.spm"), processor)
+    logger.info(
+        "%d train / %d valid documents, %d train sentences, vocab %d -> %s",
+        len(train),
+        len(valid),
+        sum(map(len, train)),
+        args.vocab_size,
+        args.out,
+    )
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,26 @@
+from setuptools import find_packages, setup
+
+setup(
+    name="unilm_fairseq",
+    version="0.1.0",
+    description="UniLM v1, UniLMv2 (PMLM), s2s-ft and PALM as a fairseq plugin (--user-dir unilm_fairseq)",
+    long_description=open("README.md", encoding="utf-8").read(),
+    long_description_content_type="text/markdown",
+    license="MIT",
+    python_requires=">=3.8",
+    packages=find_packages(include=["unilm_fairseq", "unilm_fairseq.*"]),
+    install_requires=[
+        # official fairseq 0.12.2 does not import on Python >= 3.11; the fork keeps the `fairseq` name
+        "fairseq-fixed==0.12.3.1; python_version >= '3.11'",
+        "fairseq==0.12.2; python_version < '3.11'",
+        # install the CPU wheel first (pip install torch==2.13.0): a bare requirement pulls CUDA builds
+        "torch>=2.0,<3",
+        "numpy",
+        "sentencepiece>=0.1.99",
+        "sacrebleu>=2.0",
+        "rouge-score>=0.1.2",
+    ],
+    extras_require={
+        "test": ["pytest>=7", "ruff>=0.4"],
+    },
+)

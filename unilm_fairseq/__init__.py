@@ -1,0 +1,15 @@
+"""unilm_fairseq: the UniLM family (UniLM v1, UniLMv2, s2s-ft) and PALM as a fairseq plugin.
+
+Load with ``--user-dir unilm_fairseq``. fairseq imports ``tasks/`` and
+``models/`` of a user dir itself; the criteria are imported here so they are
+registered too. Importing the package also allow-lists the classes fairseq
+checkpoints pickle, so the safe ``weights_only`` loader stays on.
+"""
+
+from .serialization import allow_fairseq_checkpoints
+
+allow_fairseq_checkpoints()
+
+from . import criterions, models, tasks  # noqa: E402,F401  (registration)
+
+__version__ = "0.1.0"

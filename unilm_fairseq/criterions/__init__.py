@@ -1,0 +1,1 @@
+from .ae_par import AEPARCriterion  # noqa: F401

@@ -1,0 +1,74 @@
+"""Criterion ``ae_par``: UniLMv2's L = L_AE + L_PAR (Eq. 7) from one forward pass."""
+
+import math
+from dataclasses import dataclass, field
+
+from fairseq import metrics
+from fairseq.criterions import FairseqCriterion, register_criterion
+from fairseq.dataclass import FairseqDataclass
+
+from ..losses import token_losses
+
+
+@dataclass
+class AEPARConfig(FairseqDataclass):
+    label_smoothing: float = field(default=0.0, metadata={"help": "label smoothing epsilon, 0 disables"})
+
+
+@register_criterion("ae_par", dataclass=AEPARConfig)
+class AEPARCriterion(FairseqCriterion):
+    """Sum of AE losses (on [M]) and PAR losses (on [P]) over the masked tokens.
+
+    ``sample_size`` is the number of masked tokens, so ``loss / sample_size``
+    is the per-token AE loss plus the per-token PAR loss (each objective
+    predicts every masked token once). ``ae_loss`` and ``par_loss`` are logged
+    per predicted token, in base 2 like fairseq's other losses.
+    """
+
+    def __init__(self, task, label_smoothing: float = 0.0):
+        super().__init__(task)
+        self.label_smoothing = label_smoothing
+
+    def forward(self, model, sample, reduce=True):
+        predicted = sample["net_input"]["masked_tokens"]
+        logits, _ = model(**sample["net_input"])  # N x V, row-major over `predicted`
+        target = sample["target"][predicted]
+        is_ae = sample["ae_mask"][predicted]
+        loss, nll = token_losses(logits, target, self.label_smoothing)
+        ae_loss, par_loss = loss[is_ae].sum(), loss[~is_ae].sum()
+        sample_size = sample["num_masked"]
+        logging_output = {
+            "loss": (ae_loss + par_loss).data,
+            "nll_loss": nll.sum().data,
+            "ae_loss": ae_loss.data,
+            "par_loss": par_loss.data,
+            "ae_tokens": int(is_ae.sum()),
+            "par_tokens": int((~is_ae).sum()),
+            "ntokens": sample["ntokens"],
+            "nsentences": sample["nsentences"],
+            "sample_size": sample_size,
+        }
+        return ae_loss + par_loss, sample_size, logging_output
+
+    @staticmethod
+    def reduce_metrics(logging_outputs) -> None:
+        def total(key):
+            return sum(log.get(key, 0) for log in logging_outputs)
+
+        sample_size = total("sample_size")
+        predicted = total("ae_tokens") + total("par_tokens")
+        metrics.log_scalar("loss", total("loss") / max(sample_size, 1) / math.log(2), sample_size, round=3)
+        metrics.log_scalar(
+            "nll_loss", total("nll_loss") / max(predicted, 1) / math.log(2), predicted, round=3
+        )
+        metrics.log_derived("ppl", lambda meters: 2 ** meters["nll_loss"].avg)
+        for name in ("ae", "par"):
+            count = total(f"{name}_tokens")
+            if count:
+                metrics.log_scalar(
+                    f"{name}_loss", total(f"{name}_loss") / count / math.log(2), count, round=3
+                )
+
+    @staticmethod
+    def logging_outputs_can_be_summed() -> bool:
+        return True

@@ -1,0 +1,184 @@
+"""UniLMv2 pseudo-masked LM examples: "[context with [M]] + appended [P]/original blocks"."""
+
+from functools import lru_cache
+from typing import Dict, List
+
+import numpy as np
+import torch
+from fairseq.data import FairseqDataset, data_utils
+
+from .. import masks
+from .blockwise_masking import blockwise_mask_steps, corrupt_masked
+
+CONTEXT, ORIGINAL, PSEUDO = 0, 1, 2
+
+
+class PMLMDataset(FairseqDataset):
+    """Blockwise masking plus the PMLM layout, seeded per (seed, epoch, index).
+
+    Each item of the wrapped dataset (``{"tokens", "segments"}``) becomes:
+
+    * context: the tokens, with masked positions corrupted 80/10/10 when the AE
+      objective is on (``[M]`` only otherwise), positions ``0..N-1``;
+    * appended (PAR objective): for each factorization step ``i`` in order, the
+      ``[P]`` tokens of ``M_i`` then the originals of ``M_i``, all with the
+      position and segment ids of ``M_i``. The last step's originals are left
+      out: no prediction may see them.
+
+    AE targets sit on the context's masked positions, PAR targets on the
+    ``[P]`` tokens. With ``blockwise=False`` every masked token is its own step
+    (the paper's AE+AR ablation).
+    """
+
+    def __init__(
+        self,
+        dataset,
+        dictionary,
+        mask_idx: int,
+        seed: int,
+        mask_prob=0.15,
+        span_prob=0.4,
+        min_span=2,
+        max_span=6,
+        leave_unmasked_prob=0.1,
+        random_token_prob=0.1,
+        ae=True,
+        par=True,
+        blockwise=True,
+    ):
+        super().__init__()
+        self.dataset = dataset
+        if not (ae or par):
+            raise ValueError("at least one of the AE and PAR objectives must be on")
+        self.pad = dictionary.pad()
+        self.special = np.array([dictionary.bos(), dictionary.eos(), dictionary.pad()])
+        self.mask_idx = mask_idx
+        self.seed = seed
+        self.epoch = 0
+        self.mask_args = dict(mask_prob=mask_prob, span_prob=span_prob, min_span=min_span, max_span=max_span)
+        self.corrupt_args = dict(leave_unmasked_prob=leave_unmasked_prob, random_token_prob=random_token_prob)
+        self.ae, self.par, self.blockwise = ae, par, blockwise
+        self.random_candidates = np.array(
+            [i for i in range(dictionary.nspecial, len(dictionary)) if i != mask_idx]
+        )
+        context = np.asarray(dataset.sizes)
+        # batching needs a fixed upper bound: the masked budget can overshoot by one span
+        most_masked = np.ceil(mask_prob * context).astype(np.int64) + max_span
+        self._num_tokens = context + (2 * most_masked if par else 0)
+
+    def __len__(self):
+        return len(self.dataset)
+
+    @property
+    def sizes(self):
+        """Context lengths: the number of position ids an item uses."""
+        return self.dataset.sizes
+
+    def size(self, index):
+        return self.dataset.size(index)
+
+    def ordered_indices(self):
+        """Shuffled (seeded), then stably sorted by length so batches pad little."""
+        shuffled = np.random.default_rng(self.seed).permutation(len(self))
+        return shuffled[np.argsort(self._num_tokens[shuffled], kind="stable")]
+
+    @property
+    def can_reuse_epoch_itr_across_epochs(self):
+        return True  # only the masks change between epochs, not the sizes
+
+    def set_epoch(self, epoch, **unused):
+        self.epoch = epoch
+
+    def num_tokens(self, index):
+        return int(self._num_tokens[index])
+
+    def num_tokens_vec(self, indices):
+        return self._num_tokens[indices]
+
+    def __getitem__(self, index):
+        return self._build(self.seed, self.epoch, index)
+
+    @lru_cache(maxsize=8)
+    def _build(self, seed: int, epoch: int, index: int) -> Dict[str, torch.Tensor]:
+        item = self.dataset[index]
+        tokens, segments = item["tokens"].numpy(), item["segments"].numpy()
+        rng = np.random.default_rng((seed, epoch, index))
+        maskable = ~np.isin(tokens, self.special)
+        steps = blockwise_mask_steps(maskable, rng, **self.mask_args)
+        if not self.blockwise:
+            steps = [np.array([p]) for p in rng.permutation(np.concatenate(steps))] if steps else []
+        masked = np.concatenate(steps) if steps else np.zeros(0, dtype=np.int64)
+
+        context = tokens.copy()
+        if self.ae:
+            context[masked] = corrupt_masked(
+                tokens[masked], rng, self.mask_idx, self.random_candidates, **self.corrupt_args
+            )
+        else:
+            context[masked] = self.mask_idx
+        n = len(tokens)
+        parts = {
+            "source": [context],
+            "target": [np.full(n, self.pad)],
+            "positions": [np.arange(n)],
+            "segments": [segments],
+            "kind": [np.full(n, CONTEXT)],
+            "step": [np.zeros(n, dtype=np.int64)],
+        }
+        if self.ae:
+            parts["target"][0][masked] = tokens[masked]
+        if self.par:
+            for i, span in enumerate(steps, start=1):
+                kinds = [PSEUDO] if i == len(steps) else [PSEUDO, ORIGINAL]
+                for kind in kinds:
+                    parts["source"].append(
+                        np.full(len(span), self.mask_idx) if kind == PSEUDO else tokens[span]
+                    )
+                    parts["target"].append(tokens[span] if kind == PSEUDO else np.full(len(span), self.pad))
+                    parts["positions"].append(span)
+                    parts["segments"].append(segments[span])
+                    parts["kind"].append(np.full(len(span), kind))
+                    parts["step"].append(np.full(len(span), i))
+        out = {k: torch.from_numpy(np.concatenate(v).astype(np.int64)) for k, v in parts.items()}
+        out["id"] = index
+        out["num_masked"] = len(masked)
+        return out
+
+    def collater(self, samples: List[Dict]):
+        if not samples:
+            return {}
+        pad = self.pad
+
+        def stack(key, pad_value):
+            return data_utils.collate_tokens([s[key] for s in samples], pad_value)
+
+        visible = masks.pad_masks(
+            [
+                masks.pmlm_mask(
+                    int((s["kind"] == CONTEXT).sum()),
+                    s["step"][s["kind"] != CONTEXT],
+                    s["kind"][s["kind"] != CONTEXT] == PSEUDO,
+                )
+                for s in samples
+            ]
+        )
+        kind = stack("kind", CONTEXT)
+        target = stack("target", pad)
+        predicted = target.ne(pad)
+        ae_mask = predicted & kind.eq(CONTEXT)
+        return {
+            "id": torch.LongTensor([s["id"] for s in samples]),
+            "nsentences": len(samples),
+            "ntokens": sum(int((s["kind"] == CONTEXT).sum()) for s in samples),
+            "num_masked": sum(s["num_masked"] for s in samples),
+            "net_input": {
+                "src_tokens": stack("source", pad),
+                "segments": stack("segments", 0),
+                "positions": stack("positions", 0),
+                "attn_mask": visible,
+                "masked_tokens": predicted,
+            },
+            "target": target,
+            "ae_mask": ae_mask,
+            "par_mask": predicted & ~ae_mask,
+        }

@@ -1,0 +1,142 @@
+"""Self-attention masks for every layout the plugin trains or decodes with.
+
+Every builder is a pure function returning a bool tensor ``visible`` of shape
+``(L, L)`` for one example: ``visible[q, k]`` is True when the token at query
+position ``q`` may attend to the token at key position ``k``. :func:`pad_masks`
+stacks per-example masks into a batch ``(B, L, L)``.
+
+The rules, in words (DESIGN.md section 5):
+
+* bidirectional: every token sees every token.
+* left-to-right: a token sees itself and the tokens before it.
+* right-to-left: a token sees itself and the tokens after it.
+* seq2seq, layout ``[source | target]``: source tokens see the whole source and
+  no target; target token ``j`` sees the whole source and targets ``0..j``.
+* pseudo-masked seq2seq (s2s-ft), layout ``[source | target | pseudo]``: source
+  and target as seq2seq; pseudo token ``j`` sees the whole source, targets
+  ``0..j-1`` and itself; no other token sees a pseudo token.
+* PMLM (UniLMv2), layout ``[context | appended]``: the context (unmasked tokens
+  and ``[M]``) sees only the context. Each appended token belongs to one
+  factorization step ``i >= 1`` and is either an original token or a ``[P]``.
+  An original of step ``i`` sees the context and the originals of steps
+  ``<= i``; a ``[P]`` of step ``i`` sees the context, the originals of steps
+  ``< i`` and the ``[P]`` tokens of step ``i``. No other token sees a ``[P]``.
+"""
+
+from typing import Optional, Sequence
+
+import torch
+from torch import Tensor
+
+
+def _check_lengths(**lengths: int) -> None:
+    for name, value in lengths.items():
+        if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+            raise ValueError(f"{name} must be a non-negative int, got {value!r}")
+
+
+def bidirectional_mask(length: int) -> Tensor:
+    """All tokens see all tokens. Returns ``(length, length)`` bool."""
+    _check_lengths(length=length)
+    return torch.ones(length, length, dtype=torch.bool)
+
+
+def left_to_right_mask(length: int) -> Tensor:
+    """Query ``q`` sees keys ``k <= q``. Returns ``(length, length)`` bool."""
+    _check_lengths(length=length)
+    return torch.ones(length, length, dtype=torch.bool).tril()
+
+
+def right_to_left_mask(length: int) -> Tensor:
+    """Query ``q`` sees keys ``k >= q``. Returns ``(length, length)`` bool."""
+    _check_lengths(length=length)
+    return torch.ones(length, length, dtype=torch.bool).triu()
+
+
+def seq2seq_mask(source_len: int, target_len: int) -> Tensor:
+    """Layout ``[source | target]``; returns ``(S+T, S+T)`` bool.
+
+    Source sees source; target ``j`` sees all source and targets ``<= j``.
+    """
+    _check_lengths(source_len=source_len, target_len=target_len)
+    total = source_len + target_len
+    visible = torch.zeros(total, total, dtype=torch.bool)
+    visible[:, :source_len] = True
+    visible[source_len:, source_len:] = left_to_right_mask(target_len)
+    return visible
+
+
+def pseudo_masked_seq2seq_mask(source_len: int, target_len: int) -> Tensor:
+    """Layout ``[source | target | pseudo]``; returns ``(S+2T, S+2T)`` bool.
+
+    Source and target follow :func:`seq2seq_mask`. Pseudo ``j`` sees the whole
+    source, targets ``< j`` and itself; only itself sees it.
+    """
+    _check_lengths(source_len=source_len, target_len=target_len)
+    real = source_len + target_len
+    total = real + target_len
+    visible = torch.zeros(total, total, dtype=torch.bool)
+    visible[:real, :real] = seq2seq_mask(source_len, target_len)
+    pseudo = slice(real, total)
+    visible[pseudo, :source_len] = True
+    # strictly-before: target k is visible to pseudo j when k < j
+    visible[pseudo, source_len:real] = left_to_right_mask(target_len).tril(-1)
+    visible[pseudo, pseudo] = torch.eye(target_len, dtype=torch.bool)
+    return visible
+
+
+def pmlm_mask(context_len: int, step: Tensor, is_pseudo: Tensor) -> Tensor:
+    """UniLMv2 pseudo-masked LM layout ``[context | appended]``.
+
+    Args:
+        context_len: number of context tokens (unmasked tokens and ``[M]``).
+        step: ``(A,)`` long, factorization step (``>= 1``) of each appended token.
+        is_pseudo: ``(A,)`` bool, True for ``[P]``, False for an original token.
+
+    Returns:
+        ``(C+A, C+A)`` bool, with the visibility rules of the module docstring.
+    """
+    _check_lengths(context_len=context_len)
+    if step.dim() != 1 or is_pseudo.dim() != 1 or step.numel() != is_pseudo.numel():
+        raise ValueError(
+            f"step and is_pseudo must be 1-D of equal length, got shapes "
+            f"{tuple(step.shape)} and {tuple(is_pseudo.shape)}"
+        )
+    if step.numel() and int(step.min()) < 1:
+        raise ValueError(f"factorization steps start at 1, got min step {int(step.min())}")
+    appended = step.numel()
+    total = context_len + appended
+    visible = torch.zeros(total, total, dtype=torch.bool)
+    # everyone sees the context; the context sees nothing else
+    visible[:, :context_len] = True
+
+    q_step = step.view(-1, 1)
+    k_step = step.view(1, -1)
+    q_pseudo = is_pseudo.view(-1, 1)
+    k_pseudo = is_pseudo.view(1, -1)
+    original_sees_original = ~q_pseudo & ~k_pseudo & (k_step <= q_step)
+    pseudo_sees_original = q_pseudo & ~k_pseudo & (k_step < q_step)
+    pseudo_sees_own_step = q_pseudo & k_pseudo & (k_step == q_step)
+    visible[context_len:, context_len:] = original_sees_original | pseudo_sees_original | pseudo_sees_own_step
+    return visible
+
+
+def pad_masks(masks: Sequence[Tensor], length: Optional[int] = None) -> Tensor:
+    """Stack per-example ``(Li, Li)`` masks into ``(B, L, L)``.
+
+    Padded keys are invisible to every query. A padded query sees only itself,
+    so no softmax row is empty (its output is discarded anyway).
+    """
+    longest = max((m.size(0) for m in masks), default=0)
+    length = longest if length is None else length
+    if length < longest:
+        raise ValueError(f"pad length {length} is shorter than the longest mask {longest}")
+    batch = torch.zeros(len(masks), length, length, dtype=torch.bool)
+    for i, mask in enumerate(masks):
+        if mask.dim() != 2 or mask.size(0) != mask.size(1):
+            raise ValueError(f"mask {i} must be square (L, L), got shape {tuple(mask.shape)}")
+        n = mask.size(0)
+        batch[i, :n, :n] = mask
+        pad = torch.arange(n, length)
+        batch[i, pad, pad] = True
+    return batch

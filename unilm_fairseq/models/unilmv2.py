@@ -1,0 +1,146 @@
+"""The ``unilmv2`` model: one shared Transformer with a tied LM head.
+
+Architectures only fill defaults the user left unset (``safe_getattr``).
+"""
+
+import logging
+from dataclasses import dataclass, field
+from typing import Optional
+
+from fairseq import utils
+from fairseq.dataclass import ChoiceEnum, FairseqDataclass
+from fairseq.models import BaseFairseqModel, register_model, register_model_architecture
+from fairseq.modules.transformer_sentence_encoder import init_bert_params
+from fairseq.utils import safe_getattr
+from torch import Tensor
+
+from ..modules import UniLMLMHead, UniLMTransformer
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass
+class UniLMv2Config(FairseqDataclass):
+    encoder_layers: int = field(default=12, metadata={"help": "number of Transformer layers"})
+    encoder_embed_dim: int = field(default=768, metadata={"help": "hidden size"})
+    encoder_ffn_embed_dim: int = field(default=3072, metadata={"help": "feed-forward inner size"})
+    encoder_attention_heads: int = field(default=12, metadata={"help": "attention heads per layer"})
+    activation_fn: ChoiceEnum(utils.get_available_activation_fns()) = field(
+        default="gelu", metadata={"help": "activation of the feed-forward and LM-head layers"}
+    )
+    dropout: float = field(default=0.1, metadata={"help": "dropout on embeddings and residual branches"})
+    attention_dropout: float = field(default=0.1, metadata={"help": "dropout on attention probabilities"})
+    activation_dropout: float = field(default=0.0, metadata={"help": "dropout after the FFN activation"})
+    max_positions: int = field(default=512, metadata={"help": "size of the absolute position table"})
+    num_segments: int = field(default=2, metadata={"help": "segment (token type) embeddings; 0 disables"})
+    rel_pos_bins: int = field(
+        default=32, metadata={"help": "relative position buckets (T5-style, bidirectional); 0 disables"}
+    )
+    max_rel_pos: int = field(
+        default=128, metadata={"help": "distance beyond which relative positions share a bucket"}
+    )
+    layernorm_eps: float = field(default=1e-12, metadata={"help": "LayerNorm epsilon (BERT uses 1e-12)"})
+
+
+@register_model("unilmv2", dataclass=UniLMv2Config)
+class UniLMv2Model(BaseFairseqModel):
+    """Shared Transformer over explicit tokens, segments, positions and masks."""
+
+    def __init__(self, cfg: UniLMv2Config, dictionary):
+        super().__init__()
+        self.cfg = cfg
+        self.dictionary = dictionary
+        self.encoder = UniLMTransformer(cfg, len(dictionary), dictionary.pad())
+        self.lm_head = UniLMLMHead(
+            cfg.encoder_embed_dim,
+            cfg.activation_fn,
+            cfg.layernorm_eps,
+            weight=self.encoder.embeddings.tokens.weight,
+        )
+        self.apply(init_bert_params)
+
+    @classmethod
+    def build_model(cls, cfg, task):
+        return cls(cfg, task.source_dictionary)
+
+    def max_positions(self):
+        return self.cfg.max_positions
+
+    def forward(
+        self,
+        src_tokens: Tensor,
+        segments: Tensor,
+        positions: Tensor,
+        attn_mask: Tensor,
+        masked_tokens: Optional[Tensor] = None,
+        features_only: bool = False,
+    ):
+        """
+        Args:
+            src_tokens, segments, positions: ``(B, T)`` long.
+            attn_mask: ``(B, T, T)`` bool visibility (see :mod:`unilm_fairseq.masks`).
+            masked_tokens: ``(B, T)`` bool; when given, only these positions go
+                through the LM head, flattened in row-major order.
+        Returns:
+            logits ``(N, V)`` (or ``(B, T, V)``), or features ``(B, T, C)`` with
+            ``features_only``; and an extra dict.
+        """
+        features, _ = self.encoder(src_tokens, segments, positions, attn_mask)
+        if features_only:
+            return features, {}
+        if masked_tokens is not None:
+            features = features[masked_tokens]  # N x C
+        return self.lm_head(features), {}
+
+
+def base_architecture(args):
+    """Defaults of the base model (12 layers, 768 hidden); fills only unset fields."""
+    args.encoder_layers = safe_getattr(args, "encoder_layers", 12)
+    args.encoder_embed_dim = safe_getattr(args, "encoder_embed_dim", 768)
+    args.encoder_ffn_embed_dim = safe_getattr(args, "encoder_ffn_embed_dim", 3072)
+    args.encoder_attention_heads = safe_getattr(args, "encoder_attention_heads", 12)
+    args.activation_fn = safe_getattr(args, "activation_fn", "gelu")
+    args.dropout = safe_getattr(args, "dropout", 0.1)
+    args.attention_dropout = safe_getattr(args, "attention_dropout", 0.1)
+    args.activation_dropout = safe_getattr(args, "activation_dropout", 0.0)
+    args.max_positions = safe_getattr(args, "max_positions", 512)
+    args.num_segments = safe_getattr(args, "num_segments", 2)
+    args.rel_pos_bins = safe_getattr(args, "rel_pos_bins", 32)
+    args.max_rel_pos = safe_getattr(args, "max_rel_pos", 128)
+    args.layernorm_eps = safe_getattr(args, "layernorm_eps", 1e-12)
+
+
+@register_model_architecture("unilmv2", "unilmv2_base")
+def unilmv2_base(args):
+    base_architecture(args)
+
+
+@register_model_architecture("unilmv2", "unilmv2_large")
+def unilmv2_large(args):
+    args.encoder_layers = safe_getattr(args, "encoder_layers", 24)
+    args.encoder_embed_dim = safe_getattr(args, "encoder_embed_dim", 1024)
+    args.encoder_ffn_embed_dim = safe_getattr(args, "encoder_ffn_embed_dim", 4096)
+    args.encoder_attention_heads = safe_getattr(args, "encoder_attention_heads", 16)
+    base_architecture(args)
+
+
+@register_model_architecture("unilmv2", "unilmv2_small")
+def unilmv2_small(args):
+    args.encoder_layers = safe_getattr(args, "encoder_layers", 6)
+    args.encoder_embed_dim = safe_getattr(args, "encoder_embed_dim", 384)
+    args.encoder_ffn_embed_dim = safe_getattr(args, "encoder_ffn_embed_dim", 1536)
+    args.encoder_attention_heads = safe_getattr(args, "encoder_attention_heads", 12)
+    base_architecture(args)
+
+
+@register_model_architecture("unilmv2", "unilmv2_tiny")
+def unilmv2_tiny(args):
+    """For tests and the CPU demo: distinct small sizes so shape bugs show."""
+    args.encoder_layers = safe_getattr(args, "encoder_layers", 3)
+    args.encoder_embed_dim = safe_getattr(args, "encoder_embed_dim", 64)
+    args.encoder_ffn_embed_dim = safe_getattr(args, "encoder_ffn_embed_dim", 96)
+    args.encoder_attention_heads = safe_getattr(args, "encoder_attention_heads", 4)
+    args.max_positions = safe_getattr(args, "max_positions", 256)
+    args.rel_pos_bins = safe_getattr(args, "rel_pos_bins", 32)
+    args.max_rel_pos = safe_getattr(args, "max_rel_pos", 128)
+    base_architecture(args)

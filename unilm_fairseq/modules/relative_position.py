@@ -1,0 +1,51 @@
+"""T5-style relative position buckets and the per-head bias table built on them."""
+
+import math
+
+import torch
+from torch import Tensor, nn
+
+
+def relative_position_bucket(
+    relative_position: Tensor, num_buckets: int = 32, max_distance: int = 128
+) -> Tensor:
+    """Map signed distances ``key_position - query_position`` to bucket ids.
+
+    Half of the buckets hold keys at or before the query, the other half keys
+    after it. Inside each half, the first ``half // 2`` buckets hold the exact
+    distances ``0 .. half // 2 - 1``; larger distances fall in log-spaced buckets
+    up to ``max_distance``; anything farther shares the last bucket of the half.
+
+    Args:
+        relative_position: long tensor of any shape.
+    Returns:
+        long tensor of the same shape, values in ``[0, num_buckets)``.
+    """
+    half = num_buckets // 2
+    exact = half // 2
+    after_query = relative_position > 0
+    distance = relative_position.abs()
+    # distances below `exact` are never read from `log_bucket`; clamp keeps log finite
+    scaled = distance.clamp(min=1).float() / exact
+    log_bucket = exact + (torch.log(scaled) / math.log(max_distance / exact) * (half - exact)).to(torch.long)
+    log_bucket = log_bucket.clamp(max=half - 1)
+    bucket = torch.where(distance < exact, distance, log_bucket)
+    return bucket + after_query.long() * half
+
+
+class RelativePositionBias(nn.Module):
+    """One bias per head and bucket, shared by all layers.
+
+    ``forward(query_positions (B, T), key_positions (B, S)) -> (B, H, T, S)``.
+    """
+
+    def __init__(self, num_heads: int, num_buckets: int = 32, max_distance: int = 128):
+        super().__init__()
+        self.num_buckets = num_buckets
+        self.max_distance = max_distance
+        self.table = nn.Embedding(num_buckets, num_heads)
+
+    def forward(self, query_positions: Tensor, key_positions: Tensor) -> Tensor:
+        relative = key_positions.unsqueeze(1) - query_positions.unsqueeze(2)  # B x T x S
+        buckets = relative_position_bucket(relative, self.num_buckets, self.max_distance)
+        return self.table(buckets).permute(0, 3, 1, 2)  # B x H x T x S

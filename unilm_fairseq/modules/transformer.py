@@ -1,0 +1,163 @@
+"""The shared UniLM Transformer: embeddings, BERT-style post-LN layers, LM head."""
+
+from typing import List, Optional, Tuple
+
+import torch
+import torch.nn.functional as F
+from fairseq import utils
+from fairseq.modules import LayerNorm
+from torch import Tensor, nn
+
+from .attention import BiasedSelfAttention, KeyValue, build_attention_bias
+from .relative_position import RelativePositionBias
+
+
+class UniLMEmbeddings(nn.Module):
+    """Token + absolute position + segment embeddings, then LayerNorm and dropout."""
+
+    def __init__(self, vocab_size, embed_dim, padding_idx, max_positions, num_segments, eps, dropout):
+        super().__init__()
+        self.tokens = nn.Embedding(vocab_size, embed_dim, padding_idx=padding_idx)
+        self.positions = nn.Embedding(max_positions, embed_dim)
+        self.segments = nn.Embedding(num_segments, embed_dim) if num_segments > 0 else None
+        self.layer_norm = LayerNorm(embed_dim, eps=eps)
+        self.dropout = nn.Dropout(dropout)
+
+    def forward(self, tokens: Tensor, segments: Tensor, positions: Tensor) -> Tensor:
+        """``(B, T)`` long each -> ``(B, T, C)``."""
+        max_positions = self.positions.num_embeddings
+        if positions.numel() and int(positions.max()) >= max_positions:
+            raise ValueError(
+                f"position id {int(positions.max())} exceeds the position table "
+                f"(max_positions={max_positions})"
+            )
+        x = self.tokens(tokens) + self.positions(positions)
+        if self.segments is not None:
+            x = x + self.segments(segments)
+        return self.dropout(self.layer_norm(x))
+
+
+class UniLMTransformerLayer(nn.Module):
+    """Post-LN layer (BERT): ``x = LN(x + attn(x)); x = LN(x + ffn(x))``."""
+
+    def __init__(
+        self,
+        embed_dim,
+        ffn_dim,
+        num_heads,
+        dropout,
+        attention_dropout,
+        activation_dropout,
+        activation_fn,
+        eps,
+    ):
+        super().__init__()
+        self.self_attn = BiasedSelfAttention(embed_dim, num_heads, attention_dropout)
+        self.self_attn_layer_norm = LayerNorm(embed_dim, eps=eps)
+        self.fc1 = nn.Linear(embed_dim, ffn_dim)
+        self.fc2 = nn.Linear(ffn_dim, embed_dim)
+        self.final_layer_norm = LayerNorm(embed_dim, eps=eps)
+        self.activation_fn = utils.get_activation_fn(activation_fn)
+        self.dropout = dropout
+        self.activation_dropout = activation_dropout
+
+    def forward(self, x: Tensor, attn_bias: Tensor, prefix: Optional[KeyValue] = None):
+        attn, new_kv = self.self_attn(x, attn_bias, prefix)
+        x = self.self_attn_layer_norm(x + F.dropout(attn, self.dropout, self.training))
+        h = F.dropout(self.activation_fn(self.fc1(x)), self.activation_dropout, self.training)
+        x = self.final_layer_norm(x + F.dropout(self.fc2(h), self.dropout, self.training))
+        return x, new_kv
+
+
+class UniLMLMHead(nn.Module):
+    """BERT's prediction head: dense, activation, LayerNorm, then the tied embedding matrix."""
+
+    def __init__(self, embed_dim, activation_fn, eps, weight: nn.Parameter):
+        super().__init__()
+        self.dense = nn.Linear(embed_dim, embed_dim)
+        self.activation_fn = utils.get_activation_fn(activation_fn)
+        self.layer_norm = LayerNorm(embed_dim, eps=eps)
+        self.weight = weight
+        self.bias = nn.Parameter(torch.zeros(weight.size(0)))
+
+    def forward(self, features: Tensor) -> Tensor:
+        """``(..., C) -> (..., V)``."""
+        x = self.layer_norm(self.activation_fn(self.dense(features)))
+        return F.linear(x, self.weight) + self.bias
+
+
+class UniLMTransformer(nn.Module):
+    """Embeddings plus a stack of layers sharing one relative position bias table.
+
+    Every call takes explicit ``positions`` and ``segments`` and a per-example
+    visibility mask, so one stack serves every UniLM layout.
+    """
+
+    def __init__(self, cfg, vocab_size: int, padding_idx: int):
+        super().__init__()
+        self.embeddings = UniLMEmbeddings(
+            vocab_size,
+            cfg.encoder_embed_dim,
+            padding_idx,
+            cfg.max_positions,
+            cfg.num_segments,
+            cfg.layernorm_eps,
+            cfg.dropout,
+        )
+        self.rel_pos_bias = (
+            RelativePositionBias(cfg.encoder_attention_heads, cfg.rel_pos_bins, cfg.max_rel_pos)
+            if cfg.rel_pos_bins > 0
+            else None
+        )
+        self.layers = nn.ModuleList(
+            UniLMTransformerLayer(
+                cfg.encoder_embed_dim,
+                cfg.encoder_ffn_embed_dim,
+                cfg.encoder_attention_heads,
+                cfg.dropout,
+                cfg.attention_dropout,
+                cfg.activation_dropout,
+                cfg.activation_fn,
+                cfg.layernorm_eps,
+            )
+            for _ in range(cfg.encoder_layers)
+        )
+
+    def attention_bias(self, query_positions: Tensor, key_positions: Tensor, visible: Tensor) -> Tensor:
+        """``(B, T)``, ``(B, S)``, ``(B, T, S)`` bool -> ``(B, H or 1, T, S)`` float32."""
+        position_bias = None
+        if self.rel_pos_bias is not None:
+            position_bias = self.rel_pos_bias(query_positions, key_positions)
+        return build_attention_bias(visible, position_bias)
+
+    def forward(
+        self,
+        tokens: Tensor,
+        segments: Tensor,
+        positions: Tensor,
+        visible: Tensor,
+        prefix: Optional[List[KeyValue]] = None,
+        prefix_positions: Optional[Tensor] = None,
+    ) -> Tuple[Tensor, List[KeyValue]]:
+        """
+        Args:
+            tokens, segments, positions: ``(B, T)`` long.
+            visible: ``(B, T, P+T)`` bool; the first ``P`` keys are the cached prefix.
+            prefix: per-layer cached ``(keys, values)`` of ``P`` earlier tokens.
+            prefix_positions: ``(B, P)`` position ids of the cached tokens.
+        Returns:
+            hidden states ``(B, T, C)`` and per-layer ``(keys, values)`` of this call's tokens.
+        """
+        key_positions = positions if prefix_positions is None else torch.cat([prefix_positions, positions], 1)
+        if visible.shape != (tokens.size(0), tokens.size(1), key_positions.size(1)):
+            raise ValueError(
+                f"visible mask has shape {tuple(visible.shape)}, expected "
+                f"{(tokens.size(0), tokens.size(1), key_positions.size(1))}"
+            )
+        attn_bias = self.attention_bias(positions, key_positions, visible)
+        x = self.embeddings(tokens, segments, positions)
+        new_kv = []
+        for i, layer in enumerate(self.layers):
+            x, kv = layer(x, attn_bias, None if prefix is None else prefix[i])
+            new_kv.append(kv)
+        return x, new_kv

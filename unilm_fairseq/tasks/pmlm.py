@@ -1,0 +1,150 @@
+"""Task ``pmlm``: UniLMv2 pre-training with the pseudo-masked language model."""
+
+import logging
+import os
+from dataclasses import dataclass, field
+
+import numpy as np
+from fairseq import utils
+from fairseq.data import Dictionary, TokenBlockDataset, data_utils
+from fairseq.dataclass import ChoiceEnum, FairseqDataclass
+from fairseq.tasks import FairseqTask, register_task
+from omegaconf import II, MISSING
+
+from ..data import PMLMDataset, SegmentPairDataset
+from ..data.dictionary import load_dictionary_with_mask
+from ..data.segment_pair_dataset import SPECIAL_TOKENS_PER_PAIR
+
+logger = logging.getLogger(__name__)
+
+OBJECTIVES = ChoiceEnum(["ae,par", "ae", "par"])
+
+
+@dataclass
+class PMLMConfig(FairseqDataclass):
+    data: str = field(
+        default=MISSING,
+        metadata={
+            "help": "colon-separated data directories from fairseq-preprocess --only-source; "
+            "one is used per epoch, round-robin"
+        },
+    )
+    sample_break_mode: ChoiceEnum(["none", "complete", "complete_doc"]) = field(
+        default="complete_doc",
+        metadata={
+            "help": "how blocks are cut: 'none' fills blocks regardless of sentences, 'complete' keeps "
+            "whole sentences, 'complete_doc' also stops at documents (empty lines)"
+        },
+    )
+    tokens_per_sample: int = field(
+        default=512, metadata={"help": "block length, [SOS] and both [EOS] included"}
+    )
+    mask_prob: float = field(default=0.15, metadata={"help": "fraction of tokens masked (Algorithm 1)"})
+    span_prob: float = field(default=0.4, metadata={"help": "probability that a masking step is a span"})
+    min_span_length: int = field(default=2, metadata={"help": "shortest masked span"})
+    max_span_length: int = field(default=6, metadata={"help": "longest masked span"})
+    leave_unmasked_prob: float = field(
+        default=0.1, metadata={"help": "fraction of masked inputs left unchanged (AE objective)"}
+    )
+    random_token_prob: float = field(
+        default=0.1, metadata={"help": "fraction of masked inputs replaced by a random token (AE objective)"}
+    )
+    objectives: OBJECTIVES = field(
+        default="ae,par",
+        metadata={
+            "help": "losses to train: autoencoding and/or partially autoregressive (Table 6 ablations)"
+        },
+    )
+    no_blockwise: bool = field(
+        default=False,
+        metadata={"help": "factorize one token per step (AR) instead of one span per step (PAR)"},
+    )
+    seed: int = II("common.seed")
+
+
+@register_task("pmlm", dataclass=PMLMConfig)
+class PMLMTask(FairseqTask):
+    """Pre-train on monolingual data with AE and PAR losses in one forward pass."""
+
+    cfg: PMLMConfig
+
+    def __init__(self, cfg: PMLMConfig, dictionary: Dictionary):
+        super().__init__(cfg)
+        self.dictionary = dictionary
+        self.mask_idx = dictionary.index("<mask>")
+
+    @classmethod
+    def load_dictionary(cls, filename):
+        return load_dictionary_with_mask(filename)
+
+    @classmethod
+    def setup_task(cls, cfg: PMLMConfig, **kwargs):
+        paths = utils.split_paths(cfg.data)
+        if not paths:
+            raise ValueError("--data (the task's DATA argument) is empty")
+        dictionary = cls.load_dictionary(os.path.join(paths[0], "dict.txt"))
+        logger.info("dictionary: %d types", len(dictionary))
+        return cls(cfg, dictionary)
+
+    def load_dataset(self, split, epoch=1, combine=False, **kwargs):
+        paths = utils.split_paths(self.cfg.data)
+        split_path = os.path.join(paths[(epoch - 1) % len(paths)], split)
+        lines = data_utils.load_indexed_dataset(split_path, self.dictionary, combine=combine)
+        if lines is None:
+            raise FileNotFoundError(f"dataset not found: {split} ({split_path})")
+        block_size = self.cfg.tokens_per_sample - SPECIAL_TOKENS_PER_PAIR
+        if block_size < 1:
+            raise ValueError(f"--tokens-per-sample {self.cfg.tokens_per_sample} leaves no room for text")
+        sizes = np.asarray(lines.sizes)
+        blocks = TokenBlockDataset(
+            lines,
+            sizes,
+            block_size,
+            pad=self.dictionary.pad(),
+            eos=self.dictionary.eos(),
+            break_mode=self.cfg.sample_break_mode,
+            document_sep_len=1,
+        )
+        empty = sizes <= 1  # just the eos fairseq-preprocess appends
+        document_sizes = np.bincount(np.cumsum(empty)[~empty], weights=sizes[~empty])
+        logger.info(
+            "%s: %d lines, %d empty (document breaks) -> %d documents, %d shorter than one block of %d "
+            "tokens (kept as short blocks) -> %d blocks, %d holding a sentence over the limit (truncated)",
+            split,
+            len(sizes),
+            int(empty.sum()),
+            int((document_sizes > 0).sum()),
+            int(((document_sizes > 0) & (document_sizes < block_size)).sum()),
+            block_size,
+            len(blocks),
+            int((np.asarray(blocks.sizes) > block_size).sum()),
+        )
+        objectives = str(self.cfg.objectives).split(",")
+        pairs = SegmentPairDataset(blocks, self.dictionary, self.cfg.tokens_per_sample, self.cfg.seed)
+        self.datasets[split] = PMLMDataset(
+            pairs,
+            self.dictionary,
+            self.mask_idx,
+            seed=self.cfg.seed,
+            mask_prob=self.cfg.mask_prob,
+            span_prob=self.cfg.span_prob,
+            min_span=self.cfg.min_span_length,
+            max_span=self.cfg.max_span_length,
+            leave_unmasked_prob=self.cfg.leave_unmasked_prob,
+            random_token_prob=self.cfg.random_token_prob,
+            ae="ae" in objectives,
+            par="par" in objectives,
+            blockwise=not self.cfg.no_blockwise,
+        )
+        return self.datasets[split]
+
+    def max_positions(self):
+        return self.cfg.tokens_per_sample
+
+    @property
+    def source_dictionary(self):
+        return self.dictionary
+
+    @property
+    def target_dictionary(self):
+        return self.dictionary
