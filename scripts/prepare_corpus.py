@@ -70,6 +70,7 @@ def main():
         bos_id=-1,
         eos_id=-1,
         minloglevel=2,
+        hard_vocab_limit=False,  # a small corpus gets a smaller vocabulary instead of an error
     )
     processor = spm.SentencePieceProcessor(model_file=prefix + ".model")
     write_documents(train, os.path.join(args.out, "train.spm"), processor)

@@ -1,5 +1,6 @@
 """Blockwise masking (UniLMv2, Algorithm 1) and BERT-style corruption, as pure functions."""
 
+import math
 from typing import List
 
 import numpy as np
@@ -7,6 +8,8 @@ import numpy as np
 # Attempts allowed per token before falling back to single-token picks; the
 # fallback only triggers on sequences too short or too fragmented for spans.
 ATTEMPTS_PER_TOKEN = 10
+# 0.15 * 20 is 3.0000000000000004 in floating point; ceil must still give 3
+FLOAT_SLACK = 1e-9
 
 
 def blockwise_mask_steps(
@@ -34,7 +37,7 @@ def blockwise_mask_steps(
     n_maskable = int(maskable.sum())
     if n_maskable == 0:
         return []
-    budget = max(1, int(round(mask_prob * n_maskable)))
+    budget = max(1, math.ceil(mask_prob * n_maskable - FLOAT_SLACK))  # "until at least 15%"
     taken = np.zeros(n, dtype=bool)
     steps: List[np.ndarray] = []
     covered = 0

@@ -55,11 +55,11 @@ class SegmentPairDataset(FairseqDataset):
             first = sentences[0] if sentences else block[:0]
             second = block[:0]
         budget = self.max_length - SPECIAL_TOKENS_PER_PAIR + (len(second) == 0)
-        while len(first) + len(second) > budget:
+        while len(first) + len(second) > budget:  # trim the longer segment, one token at a time
             if len(first) >= len(second):
-                first = first[: len(first) - (len(first) + len(second) - budget)]
+                first = first[:-1]
             else:
-                second = second[: len(second) - (len(first) + len(second) - budget)]
+                second = second[:-1]
         pieces = [[self.bos], first, [self.eos]]
         segments = [np.zeros(len(first) + 2, dtype=np.int64)]
         if len(second):

@@ -1,0 +1,53 @@
+#!/usr/bin/env python
+"""Print the AE and PAR losses from a ``fairseq-train`` log (``--log-format simple``).
+
+    python scripts/loss_table.py train.log [--require-falling]
+
+With ``--require-falling`` the exit status is 1 unless both losses end lower
+than they started, so a recipe fails loudly when training does not learn.
+"""
+
+import argparse
+import re
+import sys
+
+FIELD = re.compile(r"(\w+)=([-\d.e]+)")
+COLUMNS = ("num_updates", "loss", "ae_loss", "par_loss", "ppl")
+
+
+def read_train_records(path):
+    records = []
+    with open(path, encoding="utf-8") as f:
+        for line in f:
+            if "| train_inner |" in line:
+                records.append({k: float(v) for k, v in FIELD.findall(line)})
+    return records
+
+
+def main():
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("log")
+    parser.add_argument("--require-falling", action="store_true")
+    args = parser.parse_args()
+    records = read_train_records(args.log)
+    if not records:
+        sys.exit(f"{args.log}: no train_inner lines (was --log-format simple used?)")
+    columns = [c for c in COLUMNS if c in records[0]]
+    print(" ".join(f"{c:>12}" for c in columns))
+    for record in records:
+        print(" ".join(f"{record.get(c, float('nan')):>12.3f}" for c in columns))
+    verdicts, falling = [], True
+    for name in ("ae_loss", "par_loss"):
+        if name in records[0]:
+            first, last = records[0][name], records[-1][name]
+            falling &= last < first
+            verdicts.append(f"{name} {first:.3f} -> {last:.3f}")
+    print(("falling: " if falling else "NOT falling: ") + ", ".join(verdicts))
+    if args.require_falling and not falling:
+        sys.exit(1)
+
+
+if __name__ == "__main__":
+    main()

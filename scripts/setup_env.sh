@@ -1,0 +1,47 @@
+#!/usr/bin/env bash
+# Create ./.venv and install unilm_fairseq with its dependencies. Safe to re-run.
+#   bash scripts/setup_env.sh          # library + CLIs
+#   bash scripts/setup_env.sh --test   # also the test tools
+set -euo pipefail
+cd "$(dirname "$0")/.."
+PYTHON=${PYTHON:-python3}
+VENV=${VENV:-.venv}
+EXTRAS=""
+if [ "${1:-}" = "--test" ]; then EXTRAS="[test]"; fi
+
+say() { printf '[setup] %s\n' "$*"; }
+pip_install() { python -m pip install --disable-pip-version-check "$@"; }
+
+if [ ! -x "$VENV/bin/python" ]; then
+  say "creating $VENV with $($PYTHON --version)"
+  "$PYTHON" -m venv "$VENV"
+fi
+# shellcheck disable=SC1091
+. "$VENV/bin/activate"
+pip_install -q --upgrade pip setuptools wheel
+
+# torch first, the CPU wheel: a requirement that admits a newer release pulls GBs of CUDA packages
+if ! python -c "import torch" 2>/dev/null; then
+  say "installing torch==2.13.0"
+  pip_install torch==2.13.0
+fi
+
+if ! python -c "import fairseq" 2>/dev/null; then
+  # no build isolation: an isolated build would fetch its own (CUDA) torch and compile against it
+  pip_install -q cython numpy
+  say "installing fairseq: its C++/Cython extensions compile for about 5 minutes on 2 cores"
+  say "the first time; pip caches the built wheel, so later installs take seconds"
+  start=$(date +%s)
+  (while sleep 30; do say "still building fairseq... $(( $(date +%s) - start ))s"; done) &
+  heartbeat=$!
+  trap 'kill $heartbeat 2>/dev/null || true' EXIT
+  pip_install --no-build-isolation \
+    "fairseq-fixed==0.12.3.1; python_version >= '3.11'" "fairseq==0.12.2; python_version < '3.11'"
+  kill $heartbeat 2>/dev/null || true
+  say "fairseq installed in $(( $(date +%s) - start ))s"
+fi
+
+say "installing unilm_fairseq$EXTRAS (editable)"
+pip_install -q --no-build-isolation -e ".$EXTRAS"
+python -c "import unilm_fairseq, fairseq, torch; print('[setup] ready: unilm_fairseq', \
+unilm_fairseq.__version__, '| fairseq', fairseq.__version__, '| torch', torch.__version__)"
