@@ -61,7 +61,7 @@ def test_arbitrary_callable_is_refused(tmp_path):
     marker = tmp_path / "pwned"
     path = tmp_path / "evil.pt"
     with open(path, "wb") as f:
-        pickle.dump({"model": RunsACommand(f"touch {marker}")}, f)
+        pickle.dump({"model": RunsACommand(f"touch {marker}")}, f, protocol=2)  # torch.save's protocol
     with pytest.raises(pickle.UnpicklingError):
         torch.load(path)  # the default: weights_only stays on
     with pytest.raises(pickle.UnpicklingError):

@@ -106,3 +106,13 @@ def test_two_process_cpu_train_and_resume(data_bin, tmp_path):
     log = second.stderr + second.stdout
     assert "@ 10 updates" in log
     assert train_records(log)[-1]["num_updates"] == 15
+
+
+@pytest.mark.parametrize("flags", [["--memory-efficient-fp16"], ["--fp16", "--fp16-no-flatten-grads"]])
+def test_fp16_training_on_cpu(data_bin, tmp_path, flags):
+    """Real fp16 parameters on CPU: the half-precision attention path must not overflow."""
+    out = run_cli(["fairseq-train", str(data_bin / "bin"), *TRAIN_COMMON, "--cpu", "--max-update", "10",
+                   "--save-dir", str(tmp_path), "--no-save", *flags])  # fmt: skip
+    records = train_records(out.stderr + out.stdout)
+    assert [r["num_updates"] for r in records] == [5, 10]
+    assert all("loss_scale" in r and 0 < r["ae_loss"] < 20 and 0 < r["par_loss"] < 20 for r in records)
