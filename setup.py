@@ -21,6 +21,8 @@ setup(
         "rouge-score>=0.1.2",
     ],
     extras_require={
-        "test": ["pytest>=7", "ruff>=0.4"],
+        "test": ["pytest>=7", "ruff>=0.4", "nltk>=3.8"],
+        # METEOR (unilm_fairseq.scoring.metrics.meteor); WordNet data: bash scripts/setup_wordnet.sh
+        "meteor": ["nltk>=3.8"],
     },
 )

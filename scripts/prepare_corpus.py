@@ -6,6 +6,11 @@ lines (the embedded ``data/austen.txt.xz`` by default). Output in ``--out``:
 ``spm.model``/``spm.vocab`` and ``{train,valid}.spm`` (pieces separated by
 spaces, empty lines kept as document breaks) ready for
 ``fairseq-preprocess --only-source``.
+
+With ``--pairs-window K`` it also writes a demo seq2seq set (lead-sentence
+extraction): each source is K consecutive sentences of a document, its target
+the first of them; ``{train,valid,test}.{src,tgt}`` (sentencepiece pieces) come
+from the training documents, the first and the second held-out document.
 """
 
 import argparse
@@ -36,6 +41,20 @@ def write_documents(docs, path, processor=None):
                 )
 
 
+def lead_pairs(docs, window):
+    """(K consecutive sentences, their first sentence) for every window position."""
+    return [(" ".join(doc[i : i + window]), doc[i]) for doc in docs for i in range(0, len(doc) - window + 1)]
+
+
+def write_pairs(pairs, prefix, processor):
+    with open(prefix + ".src", "w", encoding="utf-8") as src, open(
+        prefix + ".tgt", "w", encoding="utf-8"
+    ) as tgt:
+        for source, target in pairs:
+            src.write(" ".join(processor.encode(source, out_type=str)) + "\n")
+            tgt.write(" ".join(processor.encode(target, out_type=str)) + "\n")
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__)
     here = os.path.dirname(os.path.abspath(__file__))
@@ -44,6 +63,9 @@ def main():
     parser.add_argument("--vocab-size", type=int, default=8000)
     parser.add_argument("--max-docs", type=int, default=0, help="use only the first N documents (0: all)")
     parser.add_argument("--valid-docs", type=int, default=2, help="documents held out for validation")
+    parser.add_argument(
+        "--pairs-window", type=int, default=0, help="also write lead-sentence pairs over K-sentence windows"
+    )
     args = parser.parse_args()
     logging.basicConfig(level=logging.INFO, format="%(asctime)s | %(name)s | %(message)s")
 
@@ -75,6 +97,14 @@ def main():
     processor = spm.SentencePieceProcessor(model_file=prefix + ".model")
     write_documents(train, os.path.join(args.out, "train.spm"), processor)
     write_documents(valid, os.path.join(args.out, "valid.spm"), processor)
+    if args.pairs_window:
+        if len(valid) < 2:
+            raise SystemExit("--pairs-window needs --valid-docs >= 2 (one valid and one test document)")
+        splits = {"train": train, "valid": valid[:1], "test": valid[1:]}
+        for split, split_docs in splits.items():
+            pairs = lead_pairs(split_docs, args.pairs_window)
+            write_pairs(pairs, os.path.join(args.out, split), processor)
+            logger.info("%s: %d lead-sentence pairs", split, len(pairs))
     logger.info(
         "%d train / %d valid documents, %d train sentences, vocab %d -> %s",
         len(train),

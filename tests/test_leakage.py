@@ -59,7 +59,7 @@ def input_dependence(model, tokens, segments, positions, visible, output: str) -
     def copies(t: Tensor) -> Tensor:
         return t.repeat_interleave(length, dim=0)  # B*L x ...; copy q of example b at b*L + q
 
-    handle = model.encoder.embeddings.register_forward_hook(embeddings_as_leaf)
+    handle = model.transformer.embeddings.register_forward_hook(embeddings_as_leaf)
     try:
         out, _ = model(
             copies(tokens),
@@ -199,7 +199,7 @@ def test_pmlm_dataset_batch_has_no_leakage(model, output):
     batch = dataset.collater(samples)
     net = batch["net_input"]
     touches = input_dependence(
-        model, net["src_tokens"], net["segments"], net["positions"], net["attn_mask"], output
+        model, net["tokens"], net["segments"], net["positions"], net["attn_mask"], output
     )
     for b, sample in enumerate(samples):
         n = len(sample["source"])

@@ -148,7 +148,7 @@ def test_batching_with_longer_padded_examples_does_not_change_outputs(sharp_mode
             bidirectional_example(dictionary, 15, seed=1),
             pmlm_example(dictionary, 12, [[3], [7, 8]], seed=2),
         ]
-    assert model.encoder.rel_pos_bias is not None
+    assert model.transformer.rel_pos_bias is not None
     n = len(short["tokens"])
     alone_features = forward_one(model, short, features_only=True)
     alone_logits = forward_one(model, short)
@@ -313,10 +313,10 @@ def positions_only_model(dictionary, **overrides):
     """Tiny model whose only position signal is the relative bias (absolute table zeroed)."""
     model = tiny_model(dictionary, **overrides)
     with torch.no_grad():
-        model.encoder.embeddings.positions.weight.zero_()
-        if model.encoder.rel_pos_bias is not None:
+        model.transformer.embeddings.positions.weight.zero_()
+        if model.transformer.rel_pos_bias is not None:
             # BERT init gives the table std 0.02; a unit scale makes its effect plain
-            model.encoder.rel_pos_bias.table.weight.normal_()
+            model.transformer.rel_pos_bias.table.weight.normal_()
     return model
 
 
@@ -336,7 +336,7 @@ def test_relative_bias_sees_only_relative_distances(dictionary):
 
 def test_rel_pos_bins_zero_switches_the_bias_off(dictionary):
     model = tiny_model(dictionary, rel_pos_bins=0)
-    assert model.encoder.rel_pos_bias is None
+    assert model.transformer.rel_pos_bias is None
     assert not [name for name in model.state_dict() if "rel_pos" in name]
     example = bidirectional_example(dictionary, 11, seed=8)
     base = features_at(model, example, torch.arange(11))
@@ -379,13 +379,13 @@ def test_position_beyond_the_table_raises_naming_max_positions(model, dictionary
 
 def test_lm_head_is_tied_to_the_token_embeddings(dictionary):
     model = tiny_model(dictionary)
-    embedding = model.encoder.embeddings.tokens.weight
+    embedding = model.transformer.embeddings.tokens.weight
     assert model.lm_head.weight is embedding
     assert sum(p is embedding for p in model.parameters()) == 1
     # the tie survives a copy and a state-dict load
     copied = copy.deepcopy(model)
-    assert copied.lm_head.weight is copied.encoder.embeddings.tokens.weight
+    assert copied.lm_head.weight is copied.transformer.embeddings.tokens.weight
     other = tiny_model(dictionary, seed=1)
     other.load_state_dict(model.state_dict())
-    assert other.lm_head.weight is other.encoder.embeddings.tokens.weight
+    assert other.lm_head.weight is other.transformer.embeddings.tokens.weight
     torch.testing.assert_close(other.lm_head.weight, embedding, atol=0, rtol=0)

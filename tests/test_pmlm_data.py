@@ -337,7 +337,7 @@ def test_collater_shapes_and_masks(pmlm):
     batch = data.collater(samples)
     B, L = 3, max(lengths)
     net = batch["net_input"]
-    for key in ("src_tokens", "segments", "positions"):
+    for key in ("tokens", "segments", "positions"):
         assert net[key].shape == (B, L), key
     assert batch["target"].shape == (B, L)
     assert net["attn_mask"].shape == (B, L, L) and net["attn_mask"].dtype == torch.bool
@@ -350,8 +350,8 @@ def test_collater_shapes_and_masks(pmlm):
     assert batch["id"].tolist() == [0, 5, 9]
     for b, s in enumerate(samples):
         n = len(s["source"])
-        assert torch.equal(net["src_tokens"][b, :n], s["source"])
-        assert net["src_tokens"][b, n:].eq(PAD).all()
+        assert torch.equal(net["tokens"][b, :n], s["source"])
+        assert net["tokens"][b, n:].eq(PAD).all()
         assert torch.equal(batch["par_mask"][b, :n], s["kind"] == PSEUDO)
 
 

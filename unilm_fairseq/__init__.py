@@ -10,6 +10,6 @@ from .serialization import allow_fairseq_checkpoints
 
 allow_fairseq_checkpoints()
 
-from . import criterions, models, tasks  # noqa: E402,F401  (registration)
+from . import criterions, models, scoring, tasks  # noqa: E402,F401  (registration)
 
 __version__ = "0.1.0"

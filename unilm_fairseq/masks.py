@@ -140,3 +140,19 @@ def pad_masks(masks: Sequence[Tensor], length: Optional[int] = None) -> Tensor:
         pad = torch.arange(n, length)
         batch[i, pad, pad] = True
     return batch
+
+
+def padded_bidirectional_mask(padding: Tensor) -> Tensor:
+    """Bidirectional attention over a padded batch (padding on either side).
+
+    Args:
+        padding: ``(B, S)`` bool, True at padded positions.
+    Returns:
+        ``(B, S, S)`` bool: real tokens see every real token; a padded query
+        sees only itself (its output is discarded).
+    """
+    if padding.dim() != 2:
+        raise ValueError(f"padding must be (B, S), got shape {tuple(padding.shape)}")
+    visible = (~padding).unsqueeze(1).expand(-1, padding.size(1), -1).clone()
+    eye = torch.eye(padding.size(1), dtype=torch.bool, device=padding.device)
+    return visible | (eye & padding.unsqueeze(2))

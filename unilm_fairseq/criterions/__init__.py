@@ -1,1 +1,2 @@
 from .ae_par import AEPARCriterion  # noqa: F401
+from .unilm_seq2seq import UniLMSeq2SeqCriterion  # noqa: F401

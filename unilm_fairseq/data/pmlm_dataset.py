@@ -172,7 +172,7 @@ class PMLMDataset(FairseqDataset):
             "ntokens": sum(int((s["kind"] == CONTEXT).sum()) for s in samples),
             "num_masked": sum(s["num_masked"] for s in samples),
             "net_input": {
-                "src_tokens": stack("source", pad),
+                "tokens": stack("source", pad),
                 "segments": stack("segments", 0),
                 "positions": stack("positions", 0),
                 "attn_mask": visible,

@@ -14,7 +14,9 @@ from fairseq.modules.transformer_sentence_encoder import init_bert_params
 from fairseq.utils import safe_getattr
 from torch import Tensor
 
+from .. import seq2seq_layout
 from ..modules import UniLMLMHead, UniLMTransformer
+from .generation import UniLMIncrementalDecoder, UniLMSourceEncoder
 
 logger = logging.getLogger(__name__)
 
@@ -40,24 +42,40 @@ class UniLMv2Config(FairseqDataclass):
         default=128, metadata={"help": "distance beyond which relative positions share a bucket"}
     )
     layernorm_eps: float = field(default=1e-12, metadata={"help": "LayerNorm epsilon (BERT uses 1e-12)"})
+    seq2seq_method: ChoiceEnum(seq2seq_layout.METHODS) = field(
+        default="pseudo_masked",
+        metadata={
+            "help": "how the decoder asks for the next token; --task unilm_seq2seq sets it from "
+            "--finetune-method when training and generation reads it from the checkpoint"
+        },
+    )
 
 
 @register_model("unilmv2", dataclass=UniLMv2Config)
 class UniLMv2Model(BaseFairseqModel):
-    """Shared Transformer over explicit tokens, segments, positions and masks."""
+    """Shared Transformer over explicit tokens, segments, positions and masks.
+
+    ``transformer`` and ``lm_head`` own every parameter. ``encoder`` and
+    ``decoder`` are parameter-free views over them that give fairseq's
+    ``SequenceGenerator`` a source encoder and an incremental decoder.
+    """
 
     def __init__(self, cfg: UniLMv2Config, dictionary):
         super().__init__()
         self.cfg = cfg
         self.dictionary = dictionary
-        self.encoder = UniLMTransformer(cfg, len(dictionary), dictionary.pad())
+        self.transformer = UniLMTransformer(cfg, len(dictionary), dictionary.pad())
         self.lm_head = UniLMLMHead(
             cfg.encoder_embed_dim,
             cfg.activation_fn,
             cfg.layernorm_eps,
-            weight=self.encoder.embeddings.tokens.weight,
+            weight=self.transformer.embeddings.tokens.weight,
         )
         self.apply(init_bert_params)
+        self.encoder = UniLMSourceEncoder(dictionary, self.transformer, self.lm_head)
+        self.decoder = UniLMIncrementalDecoder(
+            dictionary, self.transformer, self.lm_head, str(cfg.seq2seq_method)
+        )
 
     @classmethod
     def build_model(cls, cfg, task):
@@ -66,26 +84,31 @@ class UniLMv2Model(BaseFairseqModel):
     def max_positions(self):
         return self.cfg.max_positions
 
+    def max_decoder_positions(self):
+        return self.cfg.max_positions
+
     def forward(
         self,
-        src_tokens: Tensor,
+        tokens: Tensor,
         segments: Tensor,
         positions: Tensor,
         attn_mask: Tensor,
         masked_tokens: Optional[Tensor] = None,
         features_only: bool = False,
+        **unused,
     ):
         """
         Args:
-            src_tokens, segments, positions: ``(B, T)`` long.
+            tokens, segments, positions: ``(B, T)`` long, a packed layout.
             attn_mask: ``(B, T, T)`` bool visibility (see :mod:`unilm_fairseq.masks`).
             masked_tokens: ``(B, T)`` bool; when given, only these positions go
                 through the LM head, flattened in row-major order.
+            unused: generation inputs (``src_tokens``, ``src_lengths``) batches also carry.
         Returns:
             logits ``(N, V)`` (or ``(B, T, V)``), or features ``(B, T, C)`` with
             ``features_only``; and an extra dict.
         """
-        features, _ = self.encoder(src_tokens, segments, positions, attn_mask)
+        features, _ = self.transformer(tokens, segments, positions, attn_mask)
         if features_only:
             return features, {}
         if masked_tokens is not None:
@@ -108,6 +131,7 @@ def base_architecture(args):
     args.rel_pos_bins = safe_getattr(args, "rel_pos_bins", 32)
     args.max_rel_pos = safe_getattr(args, "max_rel_pos", 128)
     args.layernorm_eps = safe_getattr(args, "layernorm_eps", 1e-12)
+    args.seq2seq_method = safe_getattr(args, "seq2seq_method", "pseudo_masked")
 
 
 @register_model_architecture("unilmv2", "unilmv2_base")

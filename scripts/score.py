@@ -1,0 +1,161 @@
+#!/usr/bin/env python
+"""Score generated text: ROUGE-1/2/L/Lsum F1, BLEU-4 and METEOR, all x100.
+
+    python scripts/score.py --hyp test.hyp --ref test.target [--detok sentencepiece]
+    python scripts/score.py --generate-output gen.out --sentence-separator '<q>' --json scores.json
+
+``--generate-output`` reads a ``fairseq-generate`` log: hypotheses from its ``D-<id>`` lines (its
+``H-<id>`` lines when there are no ``D-`` lines), the first one per id, references from its ``T-<id>``
+lines, in id order. ``--detok`` joins subwords of hypotheses and ``T-`` targets (written with the same
+dictionary); a ``--ref`` file is taken as written unless ``--detok-ref`` is given. METEOR needs WordNet
+(``bash scripts/setup_wordnet.sh``); without it the other metrics are still reported.
+"""
+
+import argparse
+import json
+import re
+import sys
+from typing import Dict, List, Tuple
+
+from unilm_fairseq.scoring.metrics import (
+    DETOKENIZERS,
+    MeteorUnavailableError,
+    bleu4,
+    detokenize,
+    meteor,
+    rouge_scores,
+)
+
+METRICS = ("rouge", "bleu", "meteor")
+ROWS = {
+    "rouge1": "ROUGE-1",
+    "rouge2": "ROUGE-2",
+    "rougeL": "ROUGE-L",
+    "rougeLsum": "ROUGE-Lsum",
+    "bleu4": "BLEU-4",
+    "meteor": "METEOR",
+}
+GENERATE_LINE = re.compile(r"^([HDT])-(\d+)\t(.*)$")
+
+
+def read_lines(path: str) -> List[str]:
+    with open(path, encoding="utf-8") as f:
+        return [line.rstrip("\n") for line in f]
+
+
+def parse_generate_output(lines: List[str]) -> Tuple[List[str], List[str]]:
+    """(hypotheses, targets) in id order from ``fairseq-generate`` output lines.
+
+    ``H-<id>\\t<score>\\t<text>`` and ``D-<id>\\t<score>\\t<text>`` hold hypotheses (n-best: the first
+    per id is the best), ``T-<id>\\t<text>`` the target.
+    """
+    found: Dict[str, Dict[int, str]] = {"H": {}, "D": {}, "T": {}}
+    for line in lines:
+        match = GENERATE_LINE.match(line)
+        if match is None:
+            continue
+        kind, sample_id, rest = match.group(1), int(match.group(2)), match.group(3)
+        text = rest if kind == "T" else rest.partition("\t")[2]  # drop the score
+        found[kind].setdefault(sample_id, text)
+    hyps = found["D"] or found["H"]
+    if not hyps:
+        raise ValueError("no H-<id> or D-<id> lines: is this fairseq-generate output?")
+    missing = sorted(set(hyps) - set(found["T"]))
+    if missing:
+        raise ValueError(f"{len(missing)} hypotheses have no T-<id> target line (first id {missing[0]})")
+    ids = sorted(hyps)
+    return [hyps[i] for i in ids], [found["T"][i] for i in ids]
+
+
+def metric_list(value: str) -> List[str]:
+    names = [name.strip() for name in value.split(",") if name.strip()]
+    unknown = [name for name in names if name not in METRICS]
+    if unknown or not names:
+        raise argparse.ArgumentTypeError(f"metrics must be a comma-separated subset of {','.join(METRICS)}")
+    return names
+
+
+def parse_args(argv=None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--hyp", help="hypotheses, one per line")
+    parser.add_argument("--ref", help="references, one per line, parallel to --hyp")
+    parser.add_argument("--generate-output", help="a fairseq-generate log instead of --hyp/--ref")
+    parser.add_argument(
+        "--detok",
+        choices=list(DETOKENIZERS),
+        default="none",
+        help="join subwords of hypotheses (and T- targets)",
+    )
+    parser.add_argument("--detok-ref", action="store_true", help="apply --detok to the --ref file too")
+    parser.add_argument(
+        "--metrics",
+        type=metric_list,
+        default=list(METRICS),
+        help="comma-separated, default rouge,bleu,meteor",
+    )
+    parser.add_argument("--lowercase", action="store_true", help="lowercase both sides (matters for BLEU)")
+    parser.add_argument(
+        "--sentence-separator",
+        help="string between sentences in a line, e.g. '<q>': sentences for ROUGE-Lsum",
+    )
+    parser.add_argument("--json", help="also write the scores (x100) to this JSON file")
+    args = parser.parse_args(argv)
+    has_files = (args.hyp is not None, args.ref is not None)
+    if args.generate_output is not None and any(has_files):
+        parser.error("give --generate-output or --hyp/--ref, not both")
+    if args.generate_output is None and not all(has_files):
+        parser.error("give both --hyp and --ref (or --generate-output)")
+    return args
+
+
+def load_pairs(args: argparse.Namespace) -> Tuple[List[str], List[str]]:
+    if args.generate_output is not None:
+        hyps, refs = parse_generate_output(read_lines(args.generate_output))
+        refs = [detokenize(r, args.detok) for r in refs]
+    else:
+        hyps, refs = read_lines(args.hyp), read_lines(args.ref)
+        if len(hyps) != len(refs):
+            raise ValueError(f"{args.hyp} has {len(hyps)} lines but {args.ref} has {len(refs)}")
+        if args.detok_ref:
+            refs = [detokenize(r, args.detok) for r in refs]
+    hyps = [detokenize(h, args.detok) for h in hyps]
+    if args.lowercase:
+        hyps, refs = [h.lower() for h in hyps], [r.lower() for r in refs]
+    return hyps, refs
+
+
+def compute(hyps: List[str], refs: List[str], args: argparse.Namespace) -> Dict[str, float]:
+    """Scores x100 for the requested metrics; METEOR is left out, with a message, without WordNet."""
+    scores: Dict[str, float] = {}
+    if "rouge" in args.metrics:
+        rouge = rouge_scores(hyps, refs, sentence_separator=args.sentence_separator)
+        scores.update({name: 100 * value for name, value in rouge.items()})
+    if "bleu" in args.metrics:
+        scores["bleu4"] = bleu4(hyps, refs)
+    if "meteor" in args.metrics:
+        try:
+            scores["meteor"] = 100 * meteor(hyps, refs)
+        except MeteorUnavailableError as err:
+            print(f"METEOR skipped: {err}", file=sys.stderr)
+    return scores
+
+
+def main(argv=None) -> None:
+    args = parse_args(argv)
+    try:
+        hyps, refs = load_pairs(args)
+    except (OSError, ValueError) as err:
+        sys.exit(f"error: {err}")
+    scores = compute(hyps, refs, args)
+    print(f"{'metric':<12}{'score':>8}   ({len(hyps)} pairs)")
+    for name, value in scores.items():
+        print(f"{ROWS[name]:<12}{value:>8.2f}")
+    if args.json:
+        with open(args.json, "w", encoding="utf-8") as f:
+            json.dump({"num_pairs": len(hyps), **scores}, f, indent=2)
+
+
+if __name__ == "__main__":
+    main()

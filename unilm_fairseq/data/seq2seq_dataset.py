@@ -1,0 +1,166 @@
+"""(source, target) pairs for s2s-ft: seeded target noise and the packed training layout."""
+
+from functools import lru_cache
+from typing import Dict, List, Optional
+
+import numpy as np
+import torch
+from fairseq.data import FairseqDataset, data_utils
+
+from .. import seq2seq_layout
+from .blockwise_masking import corrupt_masked
+
+# "[SOS]" and "[EOS]" around the source; the target ends with its own "[EOS]"
+SOURCE_SPECIALS, TARGET_SPECIALS = 2, 1
+
+
+class Seq2SeqDataset(FairseqDataset):
+    """Pairs from ``fairseq-preprocess`` (each line ends with ``</s>``) in s2s-ft's layout.
+
+    Items hold ``source`` "[SOS] source [EOS]" (truncated to ``max_source_positions``)
+    and ``target`` "target [EOS]" (truncated to ``max_target_positions``). With a
+    target, the collater adds the packed layout of ``method`` (see
+    :mod:`unilm_fairseq.seq2seq_layout`), its noise seeded per (seed, epoch, index):
+
+    * masked: ``target_mask_prob`` of the target tokens (at least one, ``[EOS]``
+      included) are predicted; their inputs are corrupted 80/10/10;
+    * pseudo-masked: ``word_drop_prob`` of the real target inputs become ``[M]``
+      (all tokens are still predicted from their ``[P]``).
+
+    ``indices`` selects which raw pairs are used (the task drops empty ones);
+    sample ids are the raw line numbers.
+    """
+
+    def __init__(
+        self,
+        src,
+        tgt,
+        dictionary,
+        method: str,
+        max_source_positions: int,
+        max_target_positions: int,
+        seed: int = 1,
+        indices: Optional[np.ndarray] = None,
+        target_mask_prob: float = 0.5,
+        word_drop_prob: float = 0.0,
+        leave_unmasked_prob: float = 0.1,
+        random_token_prob: float = 0.1,
+    ):
+        super().__init__()
+        if method not in seq2seq_layout.METHODS:
+            raise ValueError(f"unknown fine-tuning method {method!r}")
+        self.src, self.tgt = src, tgt
+        self.dictionary = dictionary
+        self.method = method
+        self.max_source_positions = max_source_positions
+        self.max_target_positions = max_target_positions
+        self.seed = seed
+        self.epoch = 0
+        self.target_mask_prob = target_mask_prob
+        self.word_drop_prob = word_drop_prob
+        self.corrupt_args = dict(leave_unmasked_prob=leave_unmasked_prob, random_token_prob=random_token_prob)
+        self.mask_idx = dictionary.index("<mask>")
+        self.random_candidates = np.array(
+            [i for i in range(dictionary.nspecial, len(dictionary)) if i != self.mask_idx]
+        )
+        self.indices = np.arange(len(src)) if indices is None else np.asarray(indices)
+        # src lines end with </s>; the item adds [SOS]
+        self.src_sizes = np.minimum(np.asarray(src.sizes)[self.indices] + 1, max_source_positions)
+        self.tgt_sizes = (
+            np.minimum(np.asarray(tgt.sizes)[self.indices], max_target_positions) if tgt is not None else None
+        )
+
+    def __len__(self):
+        return len(self.indices)
+
+    @property
+    def sizes(self):
+        """Position ids an item uses: source plus target."""
+        return self.src_sizes if self.tgt_sizes is None else self.src_sizes + self.tgt_sizes
+
+    def size(self, index):
+        return int(self.sizes[index])
+
+    def num_tokens(self, index):
+        return int(self.num_tokens_vec(np.array([index]))[0])
+
+    def num_tokens_vec(self, indices):
+        """Length of the packed sequence (pseudo masks double the target)."""
+        if self.tgt_sizes is None:
+            return self.src_sizes[indices]
+        extra = self.tgt_sizes[indices] if self.method == "pseudo_masked" else 0
+        return self.src_sizes[indices] + self.tgt_sizes[indices] + extra
+
+    def ordered_indices(self):
+        shuffled = np.random.default_rng(self.seed).permutation(len(self))
+        return shuffled[np.argsort(self.num_tokens_vec(shuffled), kind="stable")]
+
+    @property
+    def can_reuse_epoch_itr_across_epochs(self):
+        return True  # only the noise changes between epochs
+
+    def set_epoch(self, epoch, **unused):
+        self.epoch = epoch
+
+    def __getitem__(self, index):
+        return self._build(self.seed, self.epoch, index)
+
+    @lru_cache(maxsize=8)
+    def _build(self, seed: int, epoch: int, index: int) -> Dict:
+        raw = int(self.indices[index])
+        d = self.dictionary
+        body = self.src[raw][:-1][: self.max_source_positions - SOURCE_SPECIALS]
+        source = torch.cat([torch.tensor([d.bos()]), body, torch.tensor([d.eos()])])
+        item = {"id": raw, "source": source}
+        if self.tgt is None:
+            return item
+        target = self.tgt[raw][:-1][: self.max_target_positions - TARGET_SPECIALS]
+        target = torch.cat([target, torch.tensor([d.eos()])])
+        rng = np.random.default_rng((seed, epoch, index))
+        inputs, predict = target.clone(), torch.ones(len(target), dtype=torch.bool)
+        if self.method == "masked":
+            chosen = rng.random(len(target)) < self.target_mask_prob
+            if not chosen.any():
+                chosen[rng.integers(len(target))] = True  # every example predicts something
+            predict = torch.from_numpy(chosen)
+            noisy = corrupt_masked(
+                target.numpy()[chosen], rng, self.mask_idx, self.random_candidates, **self.corrupt_args
+            )
+            inputs[predict] = torch.from_numpy(noisy)
+        elif self.method == "pseudo_masked" and self.word_drop_prob > 0:
+            inputs[torch.from_numpy(rng.random(len(target)) < self.word_drop_prob)] = self.mask_idx
+        item.update(target=target, target_inputs=inputs, predict=predict)
+        return item
+
+    def collater(self, samples: List[Dict]):
+        if not samples:
+            return {}
+        pad = self.dictionary.pad()
+        sources = [s["source"] for s in samples]
+        batch = {
+            "id": torch.LongTensor([s["id"] for s in samples]),
+            "nsentences": len(samples),
+            "net_input": {
+                # "[SOS] source [EOS]", left-padded like fairseq's translation data, for generation
+                "src_tokens": data_utils.collate_tokens(sources, pad, left_pad=True),
+                "src_lengths": torch.LongTensor([len(s) for s in sources]),
+            },
+        }
+        if "target" not in samples[0]:
+            batch["ntokens"] = sum(len(s) for s in sources)
+            return batch
+        layouts = [
+            seq2seq_layout.build_example(
+                s["source"], s["target_inputs"], s["predict"], self.method, self.mask_idx
+            )
+            for s in samples
+        ]
+        layout = seq2seq_layout.collate_examples(layouts, pad)
+        predicted = torch.cat([s["target"][s["predict"]] for s in samples])
+        layout_target = torch.full_like(layout["tokens"], pad)
+        layout_target[layout["masked_tokens"]] = predicted
+        batch["net_input"].update(layout)
+        batch["target"] = data_utils.collate_tokens([s["target"] for s in samples], pad)
+        batch["layout_target"] = layout_target
+        batch["ntokens"] = len(predicted)
+        return batch

@@ -1,0 +1,164 @@
+"""Generation metrics as pure functions, and detokenisers for subword output.
+
+Scales follow the libraries: :func:`rouge_scores` and :func:`meteor` return values in [0, 1],
+:func:`bleu4` in [0, 100] (sacrebleu). Each takes parallel lists of hypotheses and references,
+one string per example.
+
+METEOR needs nltk (``pip install 'unilm_fairseq[meteor]'``) and the WordNet 3.0 database. nltk looks
+for WordNet in ``$NLTK_DATA`` and its default folders, which include ``<sys.prefix>/nltk_data``: the
+virtualenv's own ``nltk_data``. ``scripts/setup_wordnet.sh`` assembles ``.venv/nltk_data/corpora/wordnet``
+offline from Debian's ``wordnet-base`` and ``wordnet-sense-index`` packages. :func:`load_wordnet` also
+looks in this checkout's ``.venv/nltk_data``, so an interpreter outside the venv finds it too.
+"""
+
+import os
+import sys
+from typing import Dict, List, Optional, Sequence
+
+# rouge-score's names; F1 of each is reported
+ROUGE_TYPES = ("rouge1", "rouge2", "rougeL", "rougeLsum")
+SENTENCEPIECE_SPACE = "\u2581"  # "▁": marks a piece that starts a new word
+WORDPIECE_CONTINUATION = "##"  # marks a WordPiece that continues the previous word
+WORDNET_SETUP_HINT = (
+    "run `bash scripts/setup_wordnet.sh` (installs Debian's wordnet-base and wordnet-sense-index "
+    "and builds .venv/nltk_data offline), or with network `python -m nltk.downloader wordnet`"
+)
+# extra nltk data folders load_wordnet adds when they exist: the interpreter's own and this checkout's .venv
+NLTK_DATA_DIRS = (
+    os.path.join(sys.prefix, "nltk_data"),
+    os.path.join(
+        os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), ".venv", "nltk_data"
+    ),
+)
+
+
+class MeteorUnavailableError(RuntimeError):
+    """nltk or its WordNet data is missing; the message says how to install them."""
+
+
+def detokenize_sentencepiece(text: str) -> str:
+    """Join sentencepiece pieces: ``"▁Hel lo ▁world"`` -> ``"Hello world"``."""
+    return "".join(text.split()).replace(SENTENCEPIECE_SPACE, " ").strip()
+
+
+def detokenize_wordpiece(text: str) -> str:
+    """Join BERT WordPiece tokens: ``"hel ##lo world"`` -> ``"hello world"``."""
+    words: List[str] = []
+    for token in text.split():
+        if token.startswith(WORDPIECE_CONTINUATION) and words:
+            words[-1] += token[len(WORDPIECE_CONTINUATION) :]
+        else:
+            words.append(token)
+    return " ".join(words)
+
+
+DETOKENIZERS = {
+    "none": lambda text: text,
+    "sentencepiece": detokenize_sentencepiece,
+    "wordpiece": detokenize_wordpiece,
+}
+
+
+def detokenize(text: str, kind: str) -> str:
+    """Apply the detokeniser named ``kind`` (a key of :data:`DETOKENIZERS`)."""
+    return DETOKENIZERS[str(kind)](text)
+
+
+def split_sentences(text: str, separator: Optional[str]) -> str:
+    """Put each ``separator``-delimited sentence of ``text`` on its own line (ROUGE-Lsum's format).
+
+    ``"A b. <q> C d."`` with separator ``"<q>"`` -> ``"A b.\\nC d."``. With no separator the text is
+    returned unchanged: a one-line text is then one sentence.
+    """
+    if not separator:
+        return text
+    return "\n".join(s.strip() for s in text.split(separator) if s.strip())
+
+
+def _check_pairs(hyps: Sequence[str], refs: Sequence[str]) -> None:
+    if len(hyps) != len(refs):
+        raise ValueError(f"{len(hyps)} hypotheses but {len(refs)} references")
+    if not hyps:
+        raise ValueError("no hypotheses to score")
+
+
+def rouge_scores(
+    hyps: Sequence[str],
+    refs: Sequence[str],
+    sentence_separator: Optional[str] = None,
+    use_stemmer: bool = True,
+) -> Dict[str, float]:
+    """Mean per-example ROUGE-1/2/L/Lsum F1 in [0, 1], keyed by :data:`ROUGE_TYPES`.
+
+    rouge-score lowercases, keeps only ``[a-z0-9]`` tokens and, with ``use_stemmer``, Porter-stems
+    tokens longer than 3 characters. ROUGE-L is the LCS of the whole texts; ROUGE-Lsum is the
+    summary-level LCS over sentences, which are the lines of a text: ``sentence_separator`` (e.g.
+    ``"<q>"``) turns one-line texts into lines first, and is dropped from every metric's tokens.
+    The mean (not rouge-score's bootstrap midpoint) keeps the result deterministic.
+    """
+    from rouge_score import rouge_scorer
+
+    _check_pairs(hyps, refs)
+    scorer = rouge_scorer.RougeScorer(list(ROUGE_TYPES), use_stemmer=use_stemmer)
+    totals = dict.fromkeys(ROUGE_TYPES, 0.0)
+    for hyp, ref in zip(hyps, refs):
+        scores = scorer.score(
+            split_sentences(ref, sentence_separator), split_sentences(hyp, sentence_separator)
+        )
+        for rouge_type in ROUGE_TYPES:
+            totals[rouge_type] += scores[rouge_type].fmeasure
+    return {rouge_type: total / len(hyps) for rouge_type, total in totals.items()}
+
+
+def bleu4(hyps: Sequence[str], refs: Sequence[str], tokenize: str = "13a", lowercase: bool = False) -> float:
+    """Corpus BLEU-4 in [0, 100] with one reference per hypothesis (sacrebleu, its default smoothing)."""
+    import sacrebleu
+
+    _check_pairs(hyps, refs)
+    return sacrebleu.corpus_bleu(list(hyps), [list(refs)], tokenize=tokenize, lowercase=lowercase).score
+
+
+def load_wordnet():
+    """nltk's WordNet reader, loaded; :class:`MeteorUnavailableError` if nltk or WordNet is missing."""
+    try:
+        import nltk
+        from nltk.corpus import wordnet
+    except ImportError as err:
+        raise MeteorUnavailableError(
+            "METEOR needs nltk: pip install 'unilm_fairseq[meteor]' (or pip install nltk)"
+        ) from err
+    for folder in NLTK_DATA_DIRS:
+        if os.path.isdir(folder) and folder not in nltk.data.path:
+            nltk.data.path.append(folder)
+    try:
+        wordnet.get_version()  # the first attribute access reads the database
+    except LookupError as err:
+        raise MeteorUnavailableError(
+            f"METEOR needs WordNet, which nltk cannot find: {WORDNET_SETUP_HINT}"
+        ) from err
+    except (OSError, ValueError, AssertionError) as err:
+        raise MeteorUnavailableError(
+            f"METEOR needs WordNet, whose nltk data is incomplete ({type(err).__name__}: {err}): "
+            f"{WORDNET_SETUP_HINT}"
+        ) from err
+    return wordnet
+
+
+def meteor(hyps: Sequence[str], refs: Sequence[str], wordnet=None) -> float:
+    """Mean per-sentence METEOR in [0, 1] (nltk: exact, Porter-stem and WordNet-synonym matches).
+
+    Texts are split into tokens with sacrebleu's 13a tokenizer (punctuation apart), and nltk
+    lowercases them. ``wordnet`` defaults to :func:`load_wordnet`; any object with nltk's
+    ``synsets(word)`` works, e.g. one with no synonyms to score exact and stem matches only.
+    """
+    _check_pairs(hyps, refs)
+    if wordnet is None:
+        wordnet = load_wordnet()
+    from nltk.translate.meteor_score import single_meteor_score
+    from sacrebleu.tokenizers.tokenizer_13a import Tokenizer13a
+
+    tokenize = Tokenizer13a()
+    total = 0.0
+    for hyp, ref in zip(hyps, refs):
+        total += single_meteor_score(tokenize(ref).split(), tokenize(hyp).split(), wordnet=wordnet)
+    return total / len(hyps)

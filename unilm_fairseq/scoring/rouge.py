@@ -1,0 +1,63 @@
+"""Scorer ``rouge``: ``fairseq-generate --scoring rouge`` reports ROUGE-1/2/L/Lsum F1 (rouge-score).
+
+fairseq feeds ``add_string(target, hypothesis)`` after ``--post-process`` and ``--bpe``/``--tokenizer``
+decoding. Hypotheses are one line each, so ROUGE-Lsum needs ``--rouge-sentence-separator`` (the string
+that joins sentences in the target files, e.g. ``<q>``) to see more than one sentence; without it,
+ROUGE-Lsum equals ROUGE-L. ``score()`` is ROUGE-L F1 x 100.
+"""
+
+from dataclasses import dataclass, field
+from typing import Dict, Optional, Tuple
+
+from fairseq.dataclass import ChoiceEnum, FairseqDataclass
+from fairseq.scoring import BaseScorer, register_scorer
+
+from .metrics import DETOKENIZERS, ROUGE_TYPES, detokenize, rouge_scores
+
+ROUGE_NAMES = {"rouge1": "ROUGE-1", "rouge2": "ROUGE-2", "rougeL": "ROUGE-L", "rougeLsum": "ROUGE-Lsum"}
+MAIN_METRIC = "rougeL"
+
+
+@dataclass
+class RougeConfig(FairseqDataclass):
+    rouge_sentence_separator: Optional[str] = field(
+        default=None,
+        metadata={
+            "help": "string that separates sentences inside one line of targets and hypotheses "
+            "(e.g. '<q>' or '[X_SEP]'); its pieces become ROUGE-Lsum's sentences and it is not scored "
+            "as a word. Default: none, each line is one sentence"
+        },
+    )
+    rouge_detok: ChoiceEnum(list(DETOKENIZERS)) = field(
+        default="none",
+        metadata={
+            "help": "join subwords of targets and hypotheses before scoring: 'wordpiece' for BERT '##' "
+            "pieces, which --post-process cannot undo; 'sentencepiece' for '\u2581' pieces"
+        },
+    )
+
+
+@register_scorer("rouge", dataclass=RougeConfig)
+class RougeScorer(BaseScorer):
+    """Mean per-example F1 of ROUGE-1/2/L/Lsum with Porter stemming; ``score()`` is ROUGE-L F1 x 100."""
+
+    def __init__(self, cfg: RougeConfig):
+        super().__init__(cfg)
+        self._cached: Tuple[int, Dict[str, float]] = (0, {})
+
+    def add_string(self, ref: str, pred: str) -> None:
+        super().add_string(detokenize(ref, self.cfg.rouge_detok), detokenize(pred, self.cfg.rouge_detok))
+
+    def scores(self) -> Dict[str, float]:
+        """F1 in [0, 1] per rouge type, over every pair added so far."""
+        if self._cached[0] != len(self.pred):
+            scores = rouge_scores(self.pred, self.ref, self.cfg.rouge_sentence_separator)
+            self._cached = (len(self.pred), scores)
+        return self._cached[1]
+
+    def score(self) -> float:
+        return 100 * self.scores()[MAIN_METRIC]
+
+    def result_string(self) -> str:
+        scores = self.scores()
+        return "F1 " + ", ".join(f"{ROUGE_NAMES[t]} = {100 * scores[t]:.2f}" for t in ROUGE_TYPES)

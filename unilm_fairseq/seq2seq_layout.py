@@ -1,0 +1,94 @@
+"""How s2s-ft packs one (source, target) example into one sequence, per fine-tuning method.
+
+The source is "[SOS] source [EOS]" with segment 0 and positions ``0..S-1``;
+target token ``j`` has segment 1 and position ``S + j``.
+
+* ``causal``: ``[source | t_1 .. t_{n-1}]`` with the seq2seq mask; the output at
+  the source's last token predicts ``t_1``, the output at ``t_j`` predicts
+  ``t_{j+1}``.
+* ``masked``: ``[source | target inputs]`` with the seq2seq mask; the target
+  inputs hold ``[M]`` (or a random or unchanged token) at the predicted
+  positions, each predicted at its own position.
+* ``pseudo_masked``: ``[source | target inputs | [P] x n]``; ``[P]`` ``j`` has
+  target ``j``'s position and predicts ``t_j`` seeing the source and targets
+  ``< j`` (:func:`unilm_fairseq.masks.pseudo_masked_seq2seq_mask`).
+
+At inference masked and pseudo-masked decode the same way: the next position
+holds a mask token that sees the source, the real tokens so far and itself.
+"""
+
+from typing import Dict, List
+
+import torch
+from fairseq.data import data_utils
+from torch import Tensor
+
+from . import masks
+
+METHODS = ("causal", "masked", "pseudo_masked")
+SOURCE_SEGMENT, TARGET_SEGMENT = 0, 1
+
+
+def build_example(source: Tensor, target_inputs: Tensor, predict: Tensor, method: str, mask_idx: int) -> Dict:
+    """Lay out one example.
+
+    Args:
+        source: ``(S,)`` "[SOS] source [EOS]".
+        target_inputs: ``(T,)`` target-side inputs: the target itself (causal,
+            pseudo-masked, possibly word-dropped) or the corrupted target (masked).
+        predict: ``(T,)`` bool, target positions whose token is predicted
+            (all of them except for the masked method).
+        mask_idx: id of ``[M]``/``[P]``.
+    Returns:
+        dict with ``tokens``, ``segments``, ``positions`` ``(L,)``, ``visible``
+        ``(L, L)`` and ``query`` ``(L,)`` bool: where target ``j``'s prediction
+        is read, in increasing ``j`` for the ``j`` with ``predict[j]``.
+    """
+    if method not in METHODS:
+        raise ValueError(f"unknown fine-tuning method {method!r}; expected one of {METHODS}")
+    if target_inputs.shape != predict.shape:
+        raise ValueError(
+            f"target_inputs {tuple(target_inputs.shape)} and predict {tuple(predict.shape)} differ in shape"
+        )
+    n_src, n_tgt = len(source), len(target_inputs)
+    src_positions = torch.arange(n_src)
+    tgt_positions = n_src + torch.arange(n_tgt)
+    if method == "causal":
+        if not bool(predict.all()):
+            raise ValueError("the causal method predicts every target token")
+        fed = target_inputs[: n_tgt - 1]  # the last target token is only predicted
+        tokens = torch.cat([source, fed])
+        positions = torch.cat([src_positions, tgt_positions[: n_tgt - 1]])
+        visible = masks.seq2seq_mask(n_src, n_tgt - 1)
+        query = torch.zeros(len(tokens), dtype=torch.bool)
+        query[n_src - 1 : n_src - 1 + n_tgt] = True  # position-shifted: each output predicts the next
+    elif method == "masked":
+        tokens = torch.cat([source, target_inputs])
+        positions = torch.cat([src_positions, tgt_positions])
+        visible = masks.seq2seq_mask(n_src, n_tgt)
+        query = torch.cat([torch.zeros(n_src, dtype=torch.bool), predict])
+    else:
+        tokens = torch.cat([source, target_inputs, torch.full((n_tgt,), mask_idx, dtype=source.dtype)])
+        positions = torch.cat([src_positions, tgt_positions, tgt_positions])
+        visible = masks.pseudo_masked_seq2seq_mask(n_src, n_tgt)
+        query = torch.cat([torch.zeros(n_src + n_tgt, dtype=torch.bool), predict])
+    segments = torch.full_like(tokens, TARGET_SEGMENT)
+    segments[:n_src] = SOURCE_SEGMENT
+    return {
+        "tokens": tokens,
+        "segments": segments,
+        "positions": positions,
+        "visible": visible,
+        "query": query,
+    }
+
+
+def collate_examples(examples: List[Dict], pad: int) -> Dict[str, Tensor]:
+    """Right-pad laid-out examples into a batch: ``(B, L)`` tensors and ``(B, L, L)`` masks."""
+    return {
+        "tokens": data_utils.collate_tokens([e["tokens"] for e in examples], pad),
+        "segments": data_utils.collate_tokens([e["segments"] for e in examples], SOURCE_SEGMENT),
+        "positions": data_utils.collate_tokens([e["positions"] for e in examples], 0),
+        "attn_mask": masks.pad_masks([e["visible"] for e in examples]),
+        "masked_tokens": data_utils.collate_tokens([e["query"] for e in examples], False),
+    }

@@ -1,0 +1,208 @@
+"""Task ``unilm_seq2seq``: s2s-ft fine-tuning and generation on fairseq language-pair data."""
+
+import logging
+import os
+from dataclasses import dataclass, field
+from typing import Optional
+
+import numpy as np
+from fairseq import utils
+from fairseq.data import data_utils
+from fairseq.dataclass import ChoiceEnum, FairseqDataclass
+from fairseq.tasks import FairseqTask, register_task
+from omegaconf import II, MISSING
+
+from .. import seq2seq_layout
+from ..data.dictionary import load_dictionary_with_mask
+from ..data.seq2seq_dataset import SOURCE_SPECIALS, TARGET_SPECIALS, Seq2SeqDataset
+from ..modules.ngram_block import PrefixNGramRepeatBlock
+from ..pretrained import load_pretrained_weights
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass
+class UniLMSeq2SeqConfig(FairseqDataclass):
+    data: str = field(
+        default=MISSING,
+        metadata={"help": "data directory from fairseq-preprocess with a joined (or shared) dictionary"},
+    )
+    source_lang: Optional[str] = field(
+        default=None, metadata={"help": "source language suffix (inferred from the files when unset)"}
+    )
+    target_lang: Optional[str] = field(
+        default=None, metadata={"help": "target language suffix (inferred from the files when unset)"}
+    )
+    finetune_method: ChoiceEnum(seq2seq_layout.METHODS) = field(
+        default="pseudo_masked",
+        metadata={
+            "help": "s2s-ft method: causal (next-token), masked (predict [M] targets) or pseudo_masked"
+        },
+    )
+    target_mask_prob: float = field(
+        default=0.5, metadata={"help": "masked method: fraction of target tokens predicted per example"}
+    )
+    target_word_drop_prob: float = field(
+        default=0.0, metadata={"help": "pseudo-masked method: fraction of real target inputs replaced by [M]"}
+    )
+    leave_unmasked_prob: float = field(
+        default=0.1, metadata={"help": "masked method: predicted targets whose input is left unchanged"}
+    )
+    random_token_prob: float = field(
+        default=0.1, metadata={"help": "masked method: predicted targets whose input is a random token"}
+    )
+    max_source_positions: int = field(
+        default=448, metadata={"help": "source limit, [SOS] and [EOS] included; longer sources are truncated"}
+    )
+    max_target_positions: int = field(
+        default=64, metadata={"help": "target limit, [EOS] included; longer targets are truncated"}
+    )
+    pretrained_checkpoint: Optional[str] = field(
+        default=None,
+        metadata={"help": "initialise from this unilmv2 checkpoint (pre-trained or converted); the position "
+                  "table is tiled when the fine-tuning length needs more rows"},
+    )  # fmt: skip
+    seed: int = II("common.seed")
+
+
+@register_task("unilm_seq2seq", dataclass=UniLMSeq2SeqConfig)
+class UniLMSeq2SeqTask(FairseqTask):
+    """Fine-tune a bidirectional Transformer for generation with s2s-ft (Bao et al. 2021)."""
+
+    cfg: UniLMSeq2SeqConfig
+
+    def __init__(self, cfg: UniLMSeq2SeqConfig, dictionary):
+        super().__init__(cfg)
+        self.dictionary = dictionary
+
+    @classmethod
+    def load_dictionary(cls, filename):
+        return load_dictionary_with_mask(filename)
+
+    @classmethod
+    def setup_task(cls, cfg: UniLMSeq2SeqConfig, **kwargs):
+        paths = utils.split_paths(cfg.data)
+        if not paths:
+            raise ValueError("--data (the task's DATA argument) is empty")
+        if cfg.source_lang is None or cfg.target_lang is None:
+            cfg.source_lang, cfg.target_lang = data_utils.infer_language_pair(paths[0])
+        if cfg.source_lang is None:
+            raise FileNotFoundError(f"could not infer the language pair from the files in {paths[0]}")
+        src_dict = cls.load_dictionary(os.path.join(paths[0], f"dict.{cfg.source_lang}.txt"))
+        tgt_dict = cls.load_dictionary(os.path.join(paths[0], f"dict.{cfg.target_lang}.txt"))
+        if src_dict.symbols != tgt_dict.symbols:
+            raise ValueError(
+                f"dict.{cfg.source_lang}.txt and dict.{cfg.target_lang}.txt differ: source and target share "
+                "one embedding table, so binarize with --joined-dictionary (or the same --srcdict/--tgtdict)"
+            )
+        logger.info("dictionary: %d types", len(src_dict))
+        return cls(cfg, src_dict)
+
+    def load_dataset(self, split, epoch=1, combine=False, **kwargs):
+        paths = utils.split_paths(self.cfg.data)
+        data_path = paths[(epoch - 1) % len(paths)]
+        src_lang, tgt_lang = self.cfg.source_lang, self.cfg.target_lang
+        prefix = os.path.join(data_path, f"{split}.{src_lang}-{tgt_lang}.")
+        src = data_utils.load_indexed_dataset(prefix + src_lang, self.dictionary, combine=combine)
+        tgt = data_utils.load_indexed_dataset(prefix + tgt_lang, self.dictionary, combine=combine)
+        if src is None or tgt is None:
+            raise FileNotFoundError(f"dataset not found: {split} ({prefix}{src_lang} / {prefix}{tgt_lang})")
+        if len(src) != len(tgt):
+            raise ValueError(f"{split}: {len(src)} source lines but {len(tgt)} target lines")
+        src_sizes, tgt_sizes = np.asarray(src.sizes), np.asarray(tgt.sizes)
+        empty = (src_sizes <= 1) | (tgt_sizes <= 1)  # just the </s> fairseq-preprocess appends
+        keep = np.flatnonzero(~empty)
+        # lines end with </s>: the source gains [SOS], the target keeps its </s> as [EOS]
+        long_src = int((src_sizes[keep] - 1 > self.cfg.max_source_positions - SOURCE_SPECIALS).sum())
+        long_tgt = int((tgt_sizes[keep] - 1 > self.cfg.max_target_positions - TARGET_SPECIALS).sum())
+        logger.info(
+            "%s: %d pairs; skipped %d with an empty source or target; truncated %d sources to "
+            "--max-source-positions %d and %d targets to --max-target-positions %d",
+            split, len(src), int(empty.sum()), long_src, self.cfg.max_source_positions, long_tgt,
+            self.cfg.max_target_positions,
+        )  # fmt: skip
+        self.datasets[split] = self._dataset(src, tgt, keep)
+        return self.datasets[split]
+
+    def _dataset(self, src, tgt, indices=None):
+        return Seq2SeqDataset(
+            src, tgt, self.dictionary, str(self.cfg.finetune_method), self.cfg.max_source_positions,
+            self.cfg.max_target_positions, seed=self.cfg.seed, indices=indices,
+            target_mask_prob=self.cfg.target_mask_prob, word_drop_prob=self.cfg.target_word_drop_prob,
+            leave_unmasked_prob=self.cfg.leave_unmasked_prob, random_token_prob=self.cfg.random_token_prob,
+        )  # fmt: skip
+
+    def build_dataset_for_inference(self, src_tokens, src_lengths, constraints=None):
+        """Sources for ``fairseq-interactive`` and the Python API (each ends with ``</s>``)."""
+        too_long = sum(int(n) - 1 > self.cfg.max_source_positions - SOURCE_SPECIALS for n in src_lengths)
+        if too_long:
+            logger.warning(
+                "truncated %d of %d inputs to --max-source-positions %d",
+                too_long, len(src_lengths), self.cfg.max_source_positions,
+            )  # fmt: skip
+        return self._dataset(_TokenList(src_tokens), None)
+
+    def build_model(self, cfg, from_checkpoint=False):
+        needed = self.cfg.max_source_positions + self.cfg.max_target_positions
+        if not from_checkpoint:
+            cfg.seq2seq_method = str(self.cfg.finetune_method)
+            if cfg.max_positions < needed:
+                logger.info(
+                    "position table grows from %d to %d rows (--max-source-positions %d + "
+                    "--max-target-positions %d)",
+                    cfg.max_positions, needed, self.cfg.max_source_positions, self.cfg.max_target_positions,
+                )  # fmt: skip
+                cfg.max_positions = needed
+        elif str(cfg.seq2seq_method) != str(self.cfg.finetune_method):
+            logger.info("decoding with the checkpoint's method %s", cfg.seq2seq_method)
+        model = super().build_model(cfg, from_checkpoint)
+        if self.cfg.pretrained_checkpoint and not from_checkpoint:
+            load_pretrained_weights(model, self.cfg.pretrained_checkpoint)
+        return model
+
+    def build_generator(self, models, args, **kwargs):
+        generator = super().build_generator(models, args, **kwargs)
+        blocker = getattr(generator, "repeat_ngram_blocker", None)
+        if blocker is not None:
+            generator.repeat_ngram_blocker = PrefixNGramRepeatBlock(blocker.no_repeat_ngram_size)
+        return generator
+
+    def inference_step(self, generator, models, sample, prefix_tokens=None, constraints=None):
+        """Generate, keeping every decoding position inside the position table."""
+        src_len = sample["net_input"]["src_tokens"].size(1)
+        room = min(m.max_decoder_positions() for m in models) - src_len
+        if not hasattr(generator, "requested_max_len"):
+            generator.requested_max_len = generator.max_len
+        generator.max_len = min(generator.requested_max_len, room)
+        wanted = int(generator.max_len_a * src_len + generator.max_len_b)
+        if wanted > generator.max_len - 1:
+            logger.warning(
+                "generation capped at %d tokens (asked for %d): sources of %d tokens leave %d rows of the "
+                "position table", generator.max_len - 1, wanted, src_len, room,
+            )  # fmt: skip
+        return generator.generate(models, sample, prefix_tokens=prefix_tokens, constraints=constraints)
+
+    def max_positions(self):
+        return self.cfg.max_source_positions + self.cfg.max_target_positions
+
+    @property
+    def source_dictionary(self):
+        return self.dictionary
+
+    @property
+    def target_dictionary(self):
+        return self.dictionary
+
+
+class _TokenList:
+    """The indexed-dataset interface over in-memory token tensors (each ending with ``</s>``)."""
+
+    def __init__(self, tensors):
+        self.tensors = list(tensors)
+        self.sizes = np.array([len(t) for t in self.tensors])
+
+    def __getitem__(self, index):
+        return self.tensors[index]
+
+    def __len__(self):
+        return len(self.tensors)
