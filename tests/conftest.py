@@ -63,13 +63,19 @@ def austen_documents(max_docs: int):
     return [d.strip("\n").split("\n") for d in docs]
 
 
-def run_cli(args, cwd=REPO, env=None, check=True, timeout=900):
+def run_cli(args, cwd=REPO, env=None, check=True, timeout=900, input_text=None):
     """Run a console script of this environment (``fairseq-train`` ...) and return the process."""
     exe = args[0] if os.path.isabs(args[0]) else os.path.join(BIN, args[0])
     full_env = dict(os.environ, PYTHONWARNINGS="ignore", OMP_NUM_THREADS="1")
     full_env.update(env or {})
     proc = subprocess.run(
-        [exe, *args[1:]], cwd=cwd, env=full_env, capture_output=True, text=True, timeout=timeout
+        [exe, *args[1:]],
+        cwd=cwd,
+        env=full_env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        input=input_text,
     )
     if check and proc.returncode != 0:
         raise AssertionError(
