@@ -11,7 +11,7 @@ mkdir -p "$WORK"
 cd "$REPO"
 
 echo "== 1/4 sentencepiece vocabulary on the first $DOCS chapters of data/austen.txt.xz"
-python scripts/prepare_corpus.py --out "$WORK/text" --max-docs "$DOCS" --valid-docs 2 --vocab-size 4000
+python scripts/prepare_corpus.py --out "$WORK/text" --max-docs "$DOCS" --valid-docs 2 --vocab-size 4000 --pairs-window 3
 
 echo "== 2/4 fairseq-preprocess --only-source"
 rm -rf "$WORK/bin"
