@@ -24,8 +24,9 @@ class Seq2SeqDataset(FairseqDataset):
 
     * masked: ``target_mask_prob`` of the target tokens (at least one, ``[EOS]``
       included) are predicted; their inputs are corrupted 80/10/10;
-    * pseudo-masked: ``word_drop_prob`` of the real target inputs become ``[M]``
-      (all tokens are still predicted from their ``[P]``).
+    * pseudo-masked: ``word_drop_prob`` of the real target inputs are corrupted
+      80/10/10 the same way, s2s-ft's target masking for this method (every
+      token is still predicted from its ``[P]``).
 
     ``indices`` selects which raw pairs are used (the task drops empty ones);
     sample ids are the raw line numbers.
@@ -128,7 +129,11 @@ class Seq2SeqDataset(FairseqDataset):
             )
             inputs[predict] = torch.from_numpy(noisy)
         elif self.method == "pseudo_masked" and self.word_drop_prob > 0:
-            inputs[torch.from_numpy(rng.random(len(target)) < self.word_drop_prob)] = self.mask_idx
+            dropped = rng.random(len(target)) < self.word_drop_prob
+            noisy = corrupt_masked(
+                target.numpy()[dropped], rng, self.mask_idx, self.random_candidates, **self.corrupt_args
+            )
+            inputs[torch.from_numpy(dropped)] = torch.from_numpy(noisy)
         item.update(target=target, target_inputs=inputs, predict=predict)
         return item
 

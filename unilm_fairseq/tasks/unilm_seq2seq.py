@@ -43,7 +43,11 @@ class UniLMSeq2SeqConfig(FairseqDataclass):
         default=0.5, metadata={"help": "masked method: fraction of target tokens predicted per example"}
     )
     target_word_drop_prob: float = field(
-        default=0.0, metadata={"help": "pseudo-masked method: fraction of real target inputs replaced by [M]"}
+        default=0.0,
+        metadata={
+            "help": "pseudo-masked method: fraction of real target inputs corrupted 80/10/10 "
+            "([M]/random/unchanged), s2s-ft's target mask probability for this method"
+        },
     )
     leave_unmasked_prob: float = field(
         default=0.1, metadata={"help": "masked method: predicted targets whose input is left unchanged"}

@@ -1,0 +1,143 @@
+# shellcheck shell=bash
+# Steps shared by the s2s-ft recipes of this folder (cnndm.sh, xsum.sh, gigaword.sh, squad_qg.sh), which set
+# their task's settings and then call s2s_ft_main RAW_DIR WORK_DIR [extra fairseq-train flags].
+# Not meant to be run on its own.
+#
+# Steps (STAGES picks them, comma-separated, in this order):
+#   prepare     scripts/prepare_seq2seq_data.py: RAW_DIR -> WORK_DIR/text/{train,valid,test}.{src,tgt}
+#   preprocess  fairseq-preprocess with the pre-trained model's dictionary -> WORK_DIR/bin
+#   train       fairseq-train --task unilm_seq2seq -> WORK_DIR/checkpoints
+#   generate    fairseq-generate on the test split -> WORK_DIR/gen.out
+#   score       scripts/score.py on gen.out (WordPiece joined with --detok wordpiece) -> WORK_DIR/scores.txt
+#
+# Variables every recipe shares (environment; default in brackets):
+#   PRETRAINED     fairseq checkpoint of the pre-trained model, e.g. from the checkpoint importer
+#                  (required for a real run; empty trains from scratch, for smoke tests only) []
+#   DICT           the fairseq dict.txt that goes with PRETRAINED [$(dirname PRETRAINED)/dict.txt]
+#   TOKENIZER      wordpiece (BERT/UniLM vocab.txt), spm (sentencepiece model) or none [wordpiece]
+#   VOCAB          vocab.txt or spm.model [$(dirname PRETRAINED)/vocab.txt or .../spm.model]
+#   LOWERCASE      1 for uncased models (unilm2-base/large-uncased, unilm1.2, MiniLM), 0 for cased [1]
+#   ARCH           model architecture of PRETRAINED [unilmv2_base]
+#   GPUS           GPUs fairseq-train uses [all visible]; with BATCH_PER_GPU and the recipe's TOTAL_BATCH
+#                  it sets --update-freq = TOTAL_BATCH / (GPUS * BATCH_PER_GPU), which must divide evenly
+#   FP16           1: train and decode with --fp16 (needs CUDA) [1]
+#   SEED           random seed [1]
+#   WORKERS        fairseq-preprocess workers [8]
+#   CKPT           checkpoint to decode [WORK_DIR/checkpoints/checkpoint_last.pt: the end of the schedule]
+#   SCORING        fairseq-generate --scoring [rouge]
+#   EXTRA_PREP     extra flags for prepare_seq2seq_data.py, word-split (e.g. "--url-lists /data/url_lists") []
+#   STAGES         steps to run [prepare,preprocess,train,generate,score]
+#   PYTHON         python that has unilm_fairseq installed [python]
+#
+# Sources are truncated to MAX_SRC - 2 tokens when prepared (room for [SOS] and [EOS]); targets are left
+# whole so that the test references stay complete: the unilm_seq2seq task truncates training targets to
+# --max-target-positions itself.
+
+S2S_FT_REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+
+s2s_ft_stage() {
+  [[ ",$STAGES," == *",$1,"* ]]
+}
+
+s2s_ft_main() {
+  if [ $# -lt 2 ]; then
+    echo "usage: bash $0 RAW_DIR WORK_DIR [extra fairseq-train flags]" >&2
+    exit 2
+  fi
+  local raw=$1 work=$2
+  shift 2
+  : "${PYTHON:=python}" "${STAGES:=prepare,preprocess,train,generate,score}" "${PRETRAINED:=}"
+  local model_dir
+  model_dir=$(dirname "${PRETRAINED:-.}")
+  : "${DICT:=$model_dir/dict.txt}" "${TOKENIZER:=wordpiece}" "${LOWERCASE:=1}" "${ARCH:=unilmv2_base}"
+  : "${FP16:=1}" "${SEED:=1}" "${WORKERS:=8}" "${SCORING:=rouge}" "${EXTRA_PREP:=}"
+  case $TOKENIZER in
+    wordpiece) : "${VOCAB:=$model_dir/vocab.txt}" ;;
+    spm) : "${VOCAB:=$model_dir/spm.model}" ;;
+    none) ;;
+    *) echo "TOKENIZER must be wordpiece, spm or none, not $TOKENIZER" >&2; exit 2 ;;
+  esac
+  local text=$work/text bin=$work/bin save=$work/checkpoints gen=$work/gen.out
+  local user_dir=$S2S_FT_REPO/unilm_fairseq
+  mkdir -p "$work"
+
+  if s2s_ft_stage prepare; then
+    local prep=(--format "$FORMAT" --input "$raw" --output "$text" --max-source-tokens $((MAX_SRC - 2)))
+    case $TOKENIZER in
+      wordpiece) prep+=(--wordpiece-vocab "$VOCAB") ;;
+      spm) prep+=(--spm-model "$VOCAB") ;;
+    esac
+    if [ "$LOWERCASE" = 1 ]; then prep+=(--lowercase); fi
+    # shellcheck disable=SC2086  # EXTRA_PREP is split into words on purpose
+    "$PYTHON" "$S2S_FT_REPO/scripts/prepare_seq2seq_data.py" "${prep[@]}" \
+      ${TASK_PREP[@]+"${TASK_PREP[@]}"} $EXTRA_PREP
+  fi
+
+  if s2s_ft_stage preprocess; then
+    local dict_flags=(--joined-dictionary)
+    if [ -f "$DICT" ]; then
+      dict_flags=(--srcdict "$DICT" --tgtdict "$DICT")
+    elif [ -n "$PRETRAINED" ]; then
+      echo "DICT=$DICT does not exist: fine-tuning needs the pre-trained model's dictionary" >&2
+      exit 1
+    fi
+    fairseq-preprocess --source-lang src --target-lang tgt \
+      --trainpref "$text/train" --validpref "$text/valid" --testpref "$text/test" \
+      --destdir "$bin" --workers "$WORKERS" "${dict_flags[@]}"
+  fi
+
+  if s2s_ft_stage train; then
+    local steps=${STEPS:-} warmup=${WARMUP:-}
+    if [ -z "$steps" ]; then  # the source gives epochs: count the updates they take
+      local examples
+      examples=$(wc -l < "$text/train.src")
+      steps=$(( (examples + TOTAL_BATCH - 1) / TOTAL_BATCH * EPOCHS ))
+    fi
+    if [ -z "$warmup" ]; then warmup=$(( steps * WARMUP_PERCENT / 100 )); fi
+    : "${GPUS:=$("$PYTHON" -c 'import torch; print(max(torch.cuda.device_count(), 1))')}"
+    local per_step=$(( GPUS * BATCH_PER_GPU ))
+    if (( TOTAL_BATCH % per_step )); then
+      echo "TOTAL_BATCH=$TOTAL_BATCH is not a multiple of GPUS*BATCH_PER_GPU=$per_step" >&2
+      exit 1
+    fi
+    local train_flags=()
+    # s2s-ft's mask probability: predicted targets (masked) or replaced real target inputs (pseudo-masked)
+    if [ "$METHOD" = masked ]; then train_flags+=(--target-mask-prob "$TARGET_MASK_PROB"); fi
+    if [ "$METHOD" = pseudo_masked ]; then train_flags+=(--target-word-drop-prob "$TARGET_MASK_PROB"); fi
+    if [ -n "$PRETRAINED" ]; then train_flags+=(--pretrained-checkpoint "$PRETRAINED"); fi
+    if [ "$FP16" = 1 ]; then train_flags+=(--fp16); fi
+    echo "training: $steps updates ($warmup warm-up) of $TOTAL_BATCH examples" \
+      "= $GPUS GPUs x $BATCH_PER_GPU x update-freq $(( TOTAL_BATCH / per_step ))" >&2
+    fairseq-train "$bin" --user-dir "$user_dir" --task unilm_seq2seq --arch "$ARCH" \
+      --criterion unilm_seq2seq --label-smoothing "$LABEL_SMOOTHING" --finetune-method "$METHOD" \
+      --max-source-positions "$MAX_SRC" --max-target-positions "$MAX_TGT" \
+      --optimizer adam --adam-betas '(0.9, 0.999)' --adam-eps 1e-08 --weight-decay "$WEIGHT_DECAY" \
+      --clip-norm 1.0 --lr "$LR" --lr-scheduler polynomial_decay --warmup-updates "$warmup" \
+      --total-num-update "$steps" --max-update "$steps" \
+      --batch-size "$BATCH_PER_GPU" --update-freq $(( TOTAL_BATCH / per_step )) \
+      --dropout 0.1 --attention-dropout 0.1 \
+      --save-dir "$save" --save-interval-updates "$SAVE_INTERVAL" --keep-interval-updates 5 \
+      --no-epoch-checkpoints --seed "$SEED" --log-format simple --log-interval 100 \
+      ${train_flags[@]+"${train_flags[@]}"} "$@"
+  fi
+
+  if s2s_ft_stage generate; then
+    local gen_flags=()
+    if [ "$TOKENIZER" = spm ]; then gen_flags+=(--post-process sentencepiece); fi
+    if [ "$FP16" = 1 ]; then gen_flags+=(--fp16); fi
+    fairseq-generate "$bin" --user-dir "$user_dir" --task unilm_seq2seq \
+      --path "${CKPT:-$save/checkpoint_last.pt}" \
+      --finetune-method "$METHOD" --max-source-positions "$MAX_SRC" --max-target-positions "$MAX_TGT" \
+      --gen-subset test --batch-size "$GEN_BATCH" --beam "$BEAM" --lenpen "$LENPEN" \
+      --no-repeat-ngram-size "$NO_REPEAT_NGRAM" --min-len "$MIN_LEN" --max-len-a 0 --max-len-b "$MAX_LEN_B" \
+      --required-batch-size-multiple 1 --scoring "$SCORING" ${gen_flags[@]+"${gen_flags[@]}"} > "$gen"
+  fi
+
+  if s2s_ft_stage score; then
+    local score_flags=()
+    # fairseq-generate has no --post-process for BERT's "##" pieces; sentencepiece was undone there
+    if [ "$TOKENIZER" = wordpiece ]; then score_flags+=(--detok wordpiece); fi
+    "$PYTHON" "$S2S_FT_REPO/scripts/score.py" --generate-output "$gen" --metrics "$METRICS" \
+      ${score_flags[@]+"${score_flags[@]}"} ${TASK_SCORE[@]+"${TASK_SCORE[@]}"} | tee "$work/scores.txt"
+  fi
+}
