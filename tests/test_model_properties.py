@@ -9,12 +9,14 @@ position table behave; the LM head is tied.
 import copy
 from typing import Dict, List
 
+import numpy as np
 import pytest
 import torch
 import torch.nn.functional as F
 from torch import Tensor
 
 from unilm_fairseq import masks
+from unilm_fairseq.data import PMLMDataset
 from unilm_fairseq.data.pmlm_dataset import CONTEXT, ORIGINAL, PSEUDO
 from unilm_fairseq.modules import attention as attention_module
 from unilm_fairseq.modules.attention import BiasedSelfAttention, build_attention_bias
@@ -389,3 +391,35 @@ def test_lm_head_is_tied_to_the_token_embeddings(dictionary):
     other.load_state_dict(model.state_dict())
     assert other.lm_head.weight is other.transformer.embeddings.tokens.weight
     torch.testing.assert_close(other.lm_head.weight, embedding, atol=0, rtol=0)
+
+
+def test_context_first_forward_equals_full_forward():
+    """PMLM batches run their contexts first; logits and gradients match the single full pass."""
+    d = make_dictionary()
+
+    class Pairs:
+        sizes = np.array([30, 21, 26])
+
+        def __getitem__(self, i):
+            rng = np.random.default_rng(i)
+            n = int(self.sizes[i])
+            words = rng.integers(d.nspecial, len(d) - 1, size=n - 3)
+            tokens = torch.tensor([d.bos(), *words[:8], d.eos(), *words[8:], d.eos()])
+            return {"tokens": tokens, "segments": torch.tensor([0] * 10 + [1] * (n - 10))}
+
+        def __len__(self):
+            return 3
+
+    data = PMLMDataset(Pairs(), d, d.index("<mask>"), seed=4)
+    net = data.collater([data[i] for i in range(3)])["net_input"]
+    assert 0 < net["context_len"] < net["tokens"].size(1)
+    model = tiny_model(d)
+    split, _ = model(**net)
+    split.sum().backward()
+    split_grads = [p.grad.clone() for p in model.parameters()]
+    model.zero_grad()
+    full, _ = model(**{**net, "context_len": None})
+    full.sum().backward()
+    assert torch.allclose(split, full, atol=1e-5)
+    for a, p in zip(split_grads, model.parameters()):
+        assert torch.allclose(a, p.grad, atol=1e-5)

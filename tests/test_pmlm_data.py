@@ -330,13 +330,21 @@ def test_num_tokens_bounds_item_length(pmlm):
     )
 
 
+def example_columns(sample, width):
+    """Batch columns of an example: its context from column 0, its appended part from ``width``."""
+    n, c = len(sample["source"]), int((sample["kind"] == 0).sum())
+    return torch.cat([torch.arange(c), width + torch.arange(n - c)])
+
+
 def test_collater_shapes_and_masks(pmlm):
     _, data = pmlm
     samples = [data[i] for i in (0, 5, 9)]
-    lengths = [len(s["source"]) for s in samples]
+    contexts = [int((s["kind"] == 0).sum()) for s in samples]
+    appended = [len(s["source"]) - c for s, c in zip(samples, contexts)]
     batch = data.collater(samples)
-    B, L = 3, max(lengths)
+    B, L = 3, max(contexts) + max(appended)  # appended parts all start after the longest context
     net = batch["net_input"]
+    assert net["context_len"] == max(contexts)
     for key in ("tokens", "segments", "positions"):
         assert net[key].shape == (B, L), key
     assert batch["target"].shape == (B, L)
@@ -349,24 +357,29 @@ def test_collater_shapes_and_masks(pmlm):
     assert batch["nsentences"] == 3
     assert batch["id"].tolist() == [0, 5, 9]
     for b, s in enumerate(samples):
-        n = len(s["source"])
-        assert torch.equal(net["tokens"][b, :n], s["source"])
-        assert net["tokens"][b, n:].eq(PAD).all()
-        assert torch.equal(batch["par_mask"][b, :n], s["kind"] == PSEUDO)
+        columns = example_columns(s, net["context_len"])
+        padding = torch.ones(L, dtype=torch.bool)
+        padding[columns] = False
+        assert torch.equal(net["tokens"][b, columns], s["source"])
+        assert net["tokens"][b, padding].eq(PAD).all()
+        assert torch.equal(batch["par_mask"][b, columns], s["kind"] == PSEUDO)
 
 
 def test_collated_attention_mask_follows_pmlm_rules(pmlm):
     _, data = pmlm
     samples = [data[i] for i in (1, 2)]
-    visible = data.collater(samples)["net_input"]["attn_mask"]
+    net = data.collater(samples)["net_input"]
     for b, s in enumerate(samples):
         n = len(s["source"])
-        v = visible[b]
+        columns = example_columns(s, net["context_len"])
+        padding = torch.ones(net["tokens"].size(1), dtype=torch.bool)
+        padding[columns] = False
+        v = net["attn_mask"][b][columns][:, columns]
         context, pseudo, original = split_item(s)
         step = s["step"]
         # context sees only context; padded keys are invisible to real queries
-        assert v[:n][context][:, :n][:, ~context].sum() == 0
-        assert v[:n, n:].sum() == 0
+        assert v[context][:, ~context].sum() == 0
+        assert net["attn_mask"][b][columns][:, padding].sum() == 0
         for q in range(n):
             if context[q]:
                 continue

@@ -153,6 +153,29 @@ def padded_bidirectional_mask(padding: Tensor) -> Tensor:
     """
     if padding.dim() != 2:
         raise ValueError(f"padding must be (B, S), got shape {tuple(padding.shape)}")
-    visible = (~padding).unsqueeze(1).expand(-1, padding.size(1), -1).clone()
+    real = ~padding
+    visible = real.unsqueeze(1) & real.unsqueeze(2)
     eye = torch.eye(padding.size(1), dtype=torch.bool, device=padding.device)
     return visible | (eye & padding.unsqueeze(2))
+
+
+def pad_masks_after_context(masks: Sequence[Tensor], context_lengths: Sequence[int]) -> Tensor:
+    """Batch ``[context | appended]`` masks with every appended part starting at one column.
+
+    Example ``i``'s first ``context_lengths[i]`` tokens go to columns ``0..``;
+    its remaining tokens start at column ``C = max(context_lengths)``. Padding
+    follows :func:`pad_masks`: padded keys are invisible, a padded query sees
+    only itself. Returns ``(B, C + A, C + A)`` with ``A`` the longest appended part.
+    """
+    if len(masks) != len(context_lengths):
+        raise ValueError(f"{len(masks)} masks but {len(context_lengths)} context lengths")
+    width = max(context_lengths, default=0)
+    appended = max((m.size(0) - c for m, c in zip(masks, context_lengths)), default=0)
+    length = width + appended
+    batch = torch.zeros(len(masks), length, length, dtype=torch.bool)
+    batch[:, torch.arange(length), torch.arange(length)] = True  # padded queries see themselves
+    for i, (mask, context) in enumerate(zip(masks, context_lengths)):
+        n = mask.size(0)
+        columns = torch.cat([torch.arange(context), width + torch.arange(n - context)])
+        batch[i, columns.unsqueeze(1), columns.unsqueeze(0)] = mask
+    return batch

@@ -145,22 +145,27 @@ class PMLMDataset(FairseqDataset):
         return out
 
     def collater(self, samples: List[Dict]):
+        """Batch as ``[contexts, padded | appended tokens, padded]``.
+
+        Every appended part starts at column ``context_len`` (the longest
+        context), so the model can run the contexts first and let the appended
+        tokens reuse their keys and values (``net_input["context_len"]``).
+        """
         if not samples:
             return {}
         pad = self.pad
+        contexts = [int((s["kind"] == CONTEXT).sum()) for s in samples]
 
         def stack(key, pad_value):
-            return data_utils.collate_tokens([s[key] for s in samples], pad_value)
+            head = data_utils.collate_tokens([s[key][:c] for s, c in zip(samples, contexts)], pad_value)
+            tail = [s[key][c:] for s, c in zip(samples, contexts)]
+            if max(len(t) for t in tail) == 0:
+                return head
+            return torch.cat([head, data_utils.collate_tokens(tail, pad_value)], dim=1)
 
-        visible = masks.pad_masks(
-            [
-                masks.pmlm_mask(
-                    int((s["kind"] == CONTEXT).sum()),
-                    s["step"][s["kind"] != CONTEXT],
-                    s["kind"][s["kind"] != CONTEXT] == PSEUDO,
-                )
-                for s in samples
-            ]
+        visible = masks.pad_masks_after_context(
+            [masks.pmlm_mask(c, s["step"][c:], s["kind"][c:] == PSEUDO) for s, c in zip(samples, contexts)],
+            contexts,
         )
         kind = stack("kind", CONTEXT)
         target = stack("target", pad)
@@ -169,7 +174,7 @@ class PMLMDataset(FairseqDataset):
         return {
             "id": torch.LongTensor([s["id"] for s in samples]),
             "nsentences": len(samples),
-            "ntokens": sum(int((s["kind"] == CONTEXT).sum()) for s in samples),
+            "ntokens": sum(contexts),
             "num_masked": sum(s["num_masked"] for s in samples),
             "net_input": {
                 "tokens": stack("source", pad),
@@ -177,6 +182,7 @@ class PMLMDataset(FairseqDataset):
                 "positions": stack("positions", 0),
                 "attn_mask": visible,
                 "masked_tokens": predicted,
+                "context_len": max(contexts),
             },
             "target": target,
             "ae_mask": ae_mask,

@@ -95,6 +95,7 @@ class UniLMv2Model(BaseFairseqModel):
         attn_mask: Tensor,
         masked_tokens: Optional[Tensor] = None,
         features_only: bool = False,
+        context_len: Optional[int] = None,
         **unused,
     ):
         """
@@ -103,12 +104,19 @@ class UniLMv2Model(BaseFairseqModel):
             attn_mask: ``(B, T, T)`` bool visibility (see :mod:`unilm_fairseq.masks`).
             masked_tokens: ``(B, T)`` bool; when given, only these positions go
                 through the LM head, flattened in row-major order.
+            context_len: when the first ``context_len`` columns see only each other
+                (PMLM batches), they run first and the rest reuses their keys and values.
             unused: generation inputs (``src_tokens``, ``src_lengths``) batches also carry.
         Returns:
             logits ``(N, V)`` (or ``(B, T, V)``), or features ``(B, T, C)`` with
             ``features_only``; and an extra dict.
         """
-        features, _ = self.transformer(tokens, segments, positions, attn_mask)
+        if context_len is not None and context_len < tokens.size(1):
+            features = self.transformer.forward_after_context(
+                tokens, segments, positions, attn_mask, context_len
+            )
+        else:
+            features, _ = self.transformer(tokens, segments, positions, attn_mask)
         if features_only:
             return features, {}
         if masked_tokens is not None:

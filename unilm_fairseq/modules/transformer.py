@@ -161,3 +161,21 @@ class UniLMTransformer(nn.Module):
             x, kv = layer(x, attn_bias, None if prefix is None else prefix[i])
             new_kv.append(kv)
         return x, new_kv
+
+    def forward_after_context(
+        self, tokens: Tensor, segments: Tensor, positions: Tensor, visible: Tensor, context_len: int
+    ) -> Tensor:
+        """:meth:`forward`'s hidden states when the first ``context_len`` columns see only each other.
+
+        The context runs first; the remaining tokens then attend to its cached
+        keys and values. The result is the same, without computing the
+        context-query x appended-key block that the mask always hides.
+        """
+        head = slice(0, context_len)
+        tail = slice(context_len, tokens.size(1))
+        context, kv = self(tokens[:, head], segments[:, head], positions[:, head], visible[:, head, head])
+        rest, _ = self(
+            tokens[:, tail], segments[:, tail], positions[:, tail], visible[:, tail],
+            prefix=kv, prefix_positions=positions[:, head],
+        )  # fmt: skip
+        return torch.cat([context, rest], dim=1)

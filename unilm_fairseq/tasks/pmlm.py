@@ -5,15 +5,14 @@ import os
 from dataclasses import dataclass, field
 
 import numpy as np
-from fairseq import utils
 from fairseq.data import Dictionary, TokenBlockDataset, data_utils
 from fairseq.dataclass import ChoiceEnum, FairseqDataclass
-from fairseq.tasks import FairseqTask, register_task
+from fairseq.tasks import register_task
 from omegaconf import II, MISSING
 
 from ..data import PMLMDataset, SegmentPairDataset
-from ..data.dictionary import load_dictionary_with_mask
 from ..data.segment_pair_dataset import SPECIAL_TOKENS_PER_PAIR
+from .shared_dictionary import SharedDictionaryTask
 
 logger = logging.getLogger(__name__)
 
@@ -63,31 +62,24 @@ class PMLMConfig(FairseqDataclass):
 
 
 @register_task("pmlm", dataclass=PMLMConfig)
-class PMLMTask(FairseqTask):
+class PMLMTask(SharedDictionaryTask):
     """Pre-train on monolingual data with AE and PAR losses in one forward pass."""
 
     cfg: PMLMConfig
 
     def __init__(self, cfg: PMLMConfig, dictionary: Dictionary):
-        super().__init__(cfg)
-        self.dictionary = dictionary
+        super().__init__(cfg, dictionary)
         self.mask_idx = dictionary.index("<mask>")
 
     @classmethod
-    def load_dictionary(cls, filename):
-        return load_dictionary_with_mask(filename)
-
-    @classmethod
     def setup_task(cls, cfg: PMLMConfig, **kwargs):
-        paths = utils.split_paths(cfg.data)
-        if not paths:
-            raise ValueError("--data (the task's DATA argument) is empty")
+        paths = cls.data_paths(cfg.data)
         dictionary = cls.load_dictionary(os.path.join(paths[0], "dict.txt"))
         logger.info("dictionary: %d types", len(dictionary))
         return cls(cfg, dictionary)
 
     def load_dataset(self, split, epoch=1, combine=False, **kwargs):
-        paths = utils.split_paths(self.cfg.data)
+        paths = self.data_paths(self.cfg.data)
         split_path = os.path.join(paths[(epoch - 1) % len(paths)], split)
         lines = data_utils.load_indexed_dataset(split_path, self.dictionary, combine=combine)
         if lines is None:
@@ -140,11 +132,3 @@ class PMLMTask(FairseqTask):
 
     def max_positions(self):
         return self.cfg.tokens_per_sample
-
-    @property
-    def source_dictionary(self):
-        return self.dictionary
-
-    @property
-    def target_dictionary(self):
-        return self.dictionary

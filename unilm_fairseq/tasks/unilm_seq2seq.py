@@ -6,17 +6,16 @@ from dataclasses import dataclass, field
 from typing import Optional
 
 import numpy as np
-from fairseq import utils
 from fairseq.data import data_utils
 from fairseq.dataclass import ChoiceEnum, FairseqDataclass
-from fairseq.tasks import FairseqTask, register_task
+from fairseq.tasks import register_task
 from omegaconf import II, MISSING
 
 from .. import seq2seq_layout
-from ..data.dictionary import load_dictionary_with_mask
 from ..data.seq2seq_dataset import SOURCE_SPECIALS, TARGET_SPECIALS, Seq2SeqDataset
 from ..modules.ngram_block import PrefixNGramRepeatBlock
 from ..pretrained import load_pretrained_weights
+from .shared_dictionary import SharedDictionaryTask
 
 logger = logging.getLogger(__name__)
 
@@ -70,24 +69,14 @@ class UniLMSeq2SeqConfig(FairseqDataclass):
 
 
 @register_task("unilm_seq2seq", dataclass=UniLMSeq2SeqConfig)
-class UniLMSeq2SeqTask(FairseqTask):
+class UniLMSeq2SeqTask(SharedDictionaryTask):
     """Fine-tune a bidirectional Transformer for generation with s2s-ft (Bao et al. 2021)."""
 
     cfg: UniLMSeq2SeqConfig
 
-    def __init__(self, cfg: UniLMSeq2SeqConfig, dictionary):
-        super().__init__(cfg)
-        self.dictionary = dictionary
-
-    @classmethod
-    def load_dictionary(cls, filename):
-        return load_dictionary_with_mask(filename)
-
     @classmethod
     def setup_task(cls, cfg: UniLMSeq2SeqConfig, **kwargs):
-        paths = utils.split_paths(cfg.data)
-        if not paths:
-            raise ValueError("--data (the task's DATA argument) is empty")
+        paths = cls.data_paths(cfg.data)
         if cfg.source_lang is None or cfg.target_lang is None:
             cfg.source_lang, cfg.target_lang = data_utils.infer_language_pair(paths[0])
         if cfg.source_lang is None:
@@ -103,7 +92,7 @@ class UniLMSeq2SeqTask(FairseqTask):
         return cls(cfg, src_dict)
 
     def load_dataset(self, split, epoch=1, combine=False, **kwargs):
-        paths = utils.split_paths(self.cfg.data)
+        paths = self.data_paths(self.cfg.data)
         data_path = paths[(epoch - 1) % len(paths)]
         src_lang, tgt_lang = self.cfg.source_lang, self.cfg.target_lang
         prefix = os.path.join(data_path, f"{split}.{src_lang}-{tgt_lang}.")
@@ -188,14 +177,6 @@ class UniLMSeq2SeqTask(FairseqTask):
 
     def max_positions(self):
         return self.cfg.max_source_positions + self.cfg.max_target_positions
-
-    @property
-    def source_dictionary(self):
-        return self.dictionary
-
-    @property
-    def target_dictionary(self):
-        return self.dictionary
 
 
 class _TokenList:
