@@ -248,24 +248,25 @@ def test_cache_holds_only_real_tokens(method):
     model = decoding_model(method)
     items = [pairs_dataset(method)[i] for i in range(3)]
     src_tokens = data_utils.collate_tokens([it["source"] for it in items], PAD, left_pad=True)
-    width = src_tokens.size(1)
     fed = torch.stack([it["target"][:3] for it in items])  # three real tokens per row
     prev = torch.cat([torch.full((3, 1), EOS), fed], 1)
     state = {}
     with torch.no_grad():
         encoder_out = model.encoder(src_tokens)
+        source_keys = [k.clone() for k in encoder_out["keys"]]
         for t in range(4):
             model.decoder(prev[:, : t + 1], encoder_out, incremental_state=state)
             cache = model.decoder.get_incremental_state(state, "cache")
             if t == 0 and method == "causal":
                 continue  # the source's last state predicted t_1; nothing was fed
             for layer in range(len(model.transformer.layers)):
-                assert cache[f"k{layer}"].shape[2] == width + t
-                assert cache[f"v{layer}"].shape[2] == width + t
-            assert cache["padding"].shape == (3, width + t)
+                assert cache[f"k{layer}"].shape[2] == t  # the source's keys stay in encoder_out
+                assert cache[f"v{layer}"].shape[2] == t
             for i, item in enumerate(items):
                 n = len(item["source"])
-                assert cache["key_positions"][i, width:].tolist() == list(range(n, n + t))
+                assert cache["key_positions"][i].tolist() == list(range(n, n + t))
+        for before, after in zip(source_keys, encoder_out["keys"]):
+            assert torch.equal(before, after)  # decoding never writes into the source's keys
         # the cached keys and values of the fed tokens are those of the real sequence (no mask token)
         for i, item in enumerate(items):
             n = len(item["source"])
@@ -275,8 +276,54 @@ def test_cache_holds_only_real_tokens(method):
             visible = seq2seq_mask(n, 3).unsqueeze(0)
             _, kv = model.transformer(tokens, segments, positions, visible)
             for layer, (k, v) in enumerate(kv):
-                assert torch.allclose(cache[f"k{layer}"][i, :, width:], k[0, :, n:], atol=TOL)
-                assert torch.allclose(cache[f"v{layer}"][i, :, width:], v[0, :, n:], atol=TOL)
+                assert torch.allclose(cache[f"k{layer}"][i], k[0, :, n:], atol=TOL)
+                assert torch.allclose(cache[f"v{layer}"][i], v[0, :, n:], atol=TOL)
+
+
+def teacher_forced_logits(model, src_tokens, prev, new_order=None):
+    """Next-token logits at every step; ``new_order`` reorders the encoder output as beam search does."""
+    state, steps = {}, []
+    with torch.no_grad():
+        encoder_out = model.encoder(src_tokens)
+        if new_order is not None:
+            encoder_out = model.encoder.reorder_encoder_out(encoder_out, new_order)
+        for t in range(prev.size(1)):
+            logits, _ = model.decoder(prev[:, : t + 1], encoder_out, incremental_state=state)
+            steps.append(logits[:, 0])
+    return torch.stack(steps, 1)
+
+
+@pytest.mark.parametrize(
+    "new_order",
+    [
+        [0, 0, 1, 1, 2, 2],  # beam 2: each sentence's keys read by two rows, never copied
+        [1, 1, 1, 2, 2, 2],  # a finished sentence left the batch: the rest are gathered once
+        [2, 0, 1, 0],  # any other order: the keys are copied per row
+    ],
+)
+@pytest.mark.parametrize("method", seq2seq_layout.METHODS)
+def test_shared_source_keys_equal_per_row_source(method, new_order):
+    model = decoding_model(method)
+    items = [pairs_dataset(method)[i] for i in range(3)]
+    src_tokens = data_utils.collate_tokens([it["source"] for it in items], PAD, left_pad=True)
+    new_order = torch.tensor(new_order)
+    prev = torch.cat(
+        [torch.full((len(new_order), 1), EOS), torch.tensor(WORDS[:4]).repeat(len(new_order), 1)], 1
+    )
+    shared = teacher_forced_logits(model, src_tokens, prev, new_order)
+    per_row = teacher_forced_logits(model, src_tokens[new_order], prev)  # every row its own sentence
+    assert torch.allclose(shared, per_row, atol=TOL), (shared - per_row).abs().max()
+
+
+def test_sentence_groups():
+    from unilm_fairseq.models.generation import sentence_groups
+
+    assert sentence_groups(torch.tensor([0, 0, 1, 1, 2, 2])).tolist() == [0, 1, 2]
+    assert sentence_groups(torch.tensor([1, 1, 1, 3, 3, 3])).tolist() == [1, 3]
+    assert sentence_groups(torch.tensor([4])).tolist() == [4]
+    assert sentence_groups(torch.tensor([0, 0, 1])) is None  # unequal blocks
+    assert sentence_groups(torch.tensor([1, 1, 0, 0])) is None  # not increasing
+    assert sentence_groups(torch.tensor([0, 1, 0, 1])) is None  # interleaved
 
 
 @pytest.mark.parametrize("method", seq2seq_layout.METHODS)

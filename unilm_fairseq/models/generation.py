@@ -1,11 +1,13 @@
 """fairseq's encoder/decoder interface over the shared UniLM Transformer, for ``SequenceGenerator``.
 
 The source encoder runs "[SOS] source [EOS]" once and keeps every layer's keys
-and values. Each decoding step feeds the previous real token and (masked and
-pseudo-masked methods) a mask token at the next position; the real token's
-keys and values join the cache, the mask token's never do. Without an
-incremental state the decoder recomputes the whole prefix for the next token
-through the training layout (:mod:`unilm_fairseq.seq2seq_layout`).
+and values, one copy per sentence: the beam hypotheses of a sentence read the
+same copy (like fairseq's beamable encoder-decoder attention), so beam search
+never copies or reorders them. Each decoding step feeds the previous real token
+and (masked and pseudo-masked methods) a mask token at the next position; the
+real token's keys and values join the per-hypothesis cache, the mask token's
+never do. Without an incremental state the decoder recomputes the whole prefix
+for the next token through the training layout (:mod:`unilm_fairseq.seq2seq_layout`).
 
 Neither view owns parameters: both hold the model's Transformer and LM head
 without registering them, so the state dict, ``.half()`` and ``.to()`` go
@@ -30,6 +32,25 @@ def source_positions(padding: Tensor) -> Tensor:
     return ((~padding).long().cumsum(1) - 1).clamp(min=0)
 
 
+# encoder outputs kept once per sentence: beam hypotheses of a sentence share them (never reordered)
+PER_SENTENCE = ("keys", "values")
+
+
+def sentence_groups(rows: Tensor) -> Optional[Tensor]:
+    """The sentences of ``rows`` when they form equal blocks of consecutive rows, else None.
+
+    Args:
+        rows: ``(R,)`` long, the sentence each decoder row (hypothesis) belongs to.
+    Returns:
+        ``(G,)`` long, the sentence of each block of ``R / G`` rows, strictly increasing; None when
+        the rows are in any other order (fairseq's beam search never produces one).
+    """
+    sentences, counts = torch.unique_consecutive(rows, return_counts=True)
+    if bool((counts != counts[0]).any()) or bool((sentences[1:] <= sentences[:-1]).any()):
+        return None
+    return sentences
+
+
 class UniLMSourceEncoder(FairseqEncoder):
     def __init__(self, dictionary, transformer, lm_head):
         super().__init__(dictionary)
@@ -41,10 +62,11 @@ class UniLMSourceEncoder(FairseqEncoder):
         Args:
             src_tokens: ``(B, S)`` "[SOS] source [EOS]", padded on either side.
         Returns:
-            dict of lists: ``src_tokens``; per-layer ``keys``/``values`` ``(B, H, S, D)``;
-            ``padding`` and ``positions`` ``(B, S)``; ``lengths`` ``(B,)``; ``last`` ``(B, C)``, the
-            final-layer state of the last source token (it predicts the first
-            target token in the causal method).
+            dict of lists. Per sentence, never reordered: ``keys``/``values``, one
+            ``(B, H, S, D)`` per layer. Per decoder row, reordered with the beam: ``rows``
+            ``(B,)``, the sentence of each row; ``src_tokens``; ``padding`` and ``positions``
+            ``(B, S)``; ``lengths`` ``(B,)``; ``last`` ``(B, C)``, the final-layer state of the
+            last source token (it predicts the first target token in the causal method).
         """
         padding = src_tokens.eq(self.dictionary.pad())
         positions = source_positions(padding)
@@ -52,19 +74,24 @@ class UniLMSourceEncoder(FairseqEncoder):
         visible = masks.padded_bidirectional_mask(padding)
         hidden, kv = self.transformer(src_tokens, segments, positions, visible)
         last_index = (positions * (~padding)).argmax(1)
-        last = hidden[torch.arange(hidden.size(0), device=hidden.device), last_index]
+        batch = torch.arange(hidden.size(0), device=hidden.device)
         return {
-            "src_tokens": [src_tokens],
             "keys": [k for k, _ in kv],
             "values": [v for _, v in kv],
+            "rows": [batch],
+            "src_tokens": [src_tokens],
             "padding": [padding],
             "positions": [positions],
             "lengths": [(~padding).long().sum(1)],
-            "last": [last],
+            "last": [hidden[batch, last_index]],
         }
 
     def reorder_encoder_out(self, encoder_out: Dict[str, List[Tensor]], new_order):
-        return {key: [t.index_select(0, new_order) for t in ts] for key, ts in encoder_out.items()}
+        """Reorder the per-row entries; ``rows`` keeps track of which sentence's keys each row reads."""
+        return {
+            key: ts if key in PER_SENTENCE else [t.index_select(0, new_order) for t in ts]
+            for key, ts in encoder_out.items()
+        }
 
 
 class UniLMIncrementalDecoder(FairseqIncrementalDecoder):
@@ -102,19 +129,44 @@ class UniLMIncrementalDecoder(FairseqIncrementalDecoder):
                 f"(max_positions={limit}); lower --max-len-b or the source length"
             )
 
+    def _source(self, encoder_out, incremental_state):
+        """The source keys and values for the current rows.
+
+        Returns ``(shared, expanded)``: per-layer ``(keys, values)`` of the sentences, read by
+        equal blocks of consecutive rows (beam search), or, for any other row order, copied per row.
+        One of the two is None. A gather after finished sentences leave the batch is kept in the
+        incremental state, so it happens once, not every step.
+        """
+        rows = encoder_out["rows"][0]
+        num_sentences = encoder_out["keys"][0].size(0)
+        layers = list(zip(encoder_out["keys"], encoder_out["values"]))
+        sentences = sentence_groups(rows)
+        if sentences is None:
+            return None, [(k.index_select(0, rows), v.index_select(0, rows)) for k, v in layers]
+        if len(sentences) == num_sentences:  # sentences are increasing, so these are all of them
+            return layers, None
+        kept = self.get_incremental_state(incremental_state, "source")
+        if kept is None or not torch.equal(kept["sentences"], sentences):
+            kept = {"sentences": sentences}
+            for i, (k, v) in enumerate(layers):
+                kept[f"k{i}"], kept[f"v{i}"] = k.index_select(0, sentences), v.index_select(0, sentences)
+            self.set_incremental_state(incremental_state, "source", kept)
+        return [(kept[f"k{i}"], kept[f"v{i}"]) for i in range(len(layers))], None
+
     def _step(self, tokens, encoder_out, incremental_state) -> Tensor:
+        """One decoding step; the cache holds the keys and values of the real target tokens only."""
+        bsz = tokens.size(0)
         cache = self.get_incremental_state(incremental_state, "cache")
-        if cache is None:  # first step: start from the source's keys and values
-            cache = {f"k{i}": k for i, k in enumerate(encoder_out["keys"])}
-            cache.update({f"v{i}": v for i, v in enumerate(encoder_out["values"])})
-            cache["padding"] = encoder_out["padding"][0]
-            cache["key_positions"] = encoder_out["positions"][0]
+        if cache is None:  # first step: no target token yet
+            keys = encoder_out["keys"][0]
+            empty = keys.new_zeros(bsz, keys.size(1), 0, keys.size(3))
+            cache = {f"{kv}{i}": empty for i in range(len(encoder_out["keys"])) for kv in "kv"}
+            cache["key_positions"] = encoder_out["positions"][0].new_zeros(bsz, 0)
             cache["next_position"] = encoder_out["lengths"][0]
         step = tokens.size(1) - 1
         if self.method == "causal" and step == 0:
             return self.lm_head(encoder_out["last"][0])  # the source's [EOS] predicts t_1
 
-        bsz = tokens.size(0)
         position = cache["next_position"]
         new_tokens, new_positions = [], []
         if step > 0:  # the token chosen last step becomes context
@@ -127,20 +179,37 @@ class UniLMIncrementalDecoder(FairseqIncrementalDecoder):
         positions = torch.stack(new_positions, 1)
         self._check_position(positions)
         n = x.size(1)
-        # cached keys: every real one; new tokens: the real token sees itself, the mask token sees both
-        prefix_visible = (~cache["padding"]).unsqueeze(1).expand(bsz, n, -1)
-        new_visible = torch.ones(n, n, dtype=torch.bool, device=x.device).tril().expand(bsz, n, n)
-        visible = torch.cat([prefix_visible, new_visible], 2)
+        # keys [source | cached targets | new]: real source tokens and every cached target are
+        # visible; of the new tokens, the real one sees itself and the mask token sees both
+        source_visible = ~encoder_out["padding"][0]
+        cached = cache["key_positions"].size(1)
+        visible = torch.cat(
+            [
+                source_visible.unsqueeze(1).expand(bsz, n, -1),
+                source_visible.new_ones(bsz, n, cached),
+                torch.ones(n, n, dtype=torch.bool, device=x.device).tril().expand(bsz, n, n),
+            ],
+            2,
+        )
+        shared, expanded = self._source(encoder_out, incremental_state)
         prefix = [(cache[f"k{i}"], cache[f"v{i}"]) for i in range(len(encoder_out["keys"]))]
-        segments = torch.full_like(x, seq2seq_layout.TARGET_SEGMENT)
+        if expanded is not None:
+            prefix = [
+                (torch.cat([sk, k], 2), torch.cat([sv, v], 2)) for (sk, sv), (k, v) in zip(expanded, prefix)
+            ]
         hidden, kv = self.transformer(
-            x, segments, positions, visible, prefix=prefix, prefix_positions=cache["key_positions"]
+            x,
+            torch.full_like(x, seq2seq_layout.TARGET_SEGMENT),
+            positions,
+            visible,
+            prefix=prefix,
+            prefix_positions=torch.cat([encoder_out["positions"][0], cache["key_positions"]], 1),
+            shared=shared,
         )
         if step > 0:  # cache the real token only, never the mask token
             for i, (k, v) in enumerate(kv):
                 cache[f"k{i}"] = torch.cat([cache[f"k{i}"], k[:, :, :1]], 2)
                 cache[f"v{i}"] = torch.cat([cache[f"v{i}"], v[:, :, :1]], 2)
-            cache["padding"] = torch.cat([cache["padding"], cache["padding"].new_zeros(bsz, 1)], 1)
             cache["key_positions"] = torch.cat([cache["key_positions"], position.unsqueeze(1)], 1)
             cache["next_position"] = position + 1
         self.set_incremental_state(incremental_state, "cache", cache)

@@ -52,13 +52,21 @@ class BiasedSelfAttention(nn.Module):
         return x.view(bsz, length, self.num_heads, self.head_dim).transpose(1, 2)
 
     def forward(
-        self, x: Tensor, attn_bias: Tensor, prefix: Optional[KeyValue] = None
+        self,
+        x: Tensor,
+        attn_bias: Tensor,
+        prefix: Optional[KeyValue] = None,
+        shared: Optional[KeyValue] = None,
     ) -> Tuple[Tensor, KeyValue]:
         """
         Args:
             x: ``(B, T, C)`` queries, and keys/values of this call.
-            attn_bias: ``(B, H or 1, T, P+T)`` float32 from :func:`build_attention_bias`.
+            attn_bias: ``(B, H or 1, T, S+P+T)`` float32 from :func:`build_attention_bias`, keys
+                ordered ``[shared | prefix | x]``.
             prefix: cached ``(keys, values)``, each ``(B, H, P, C/H)``, seen before ``x``.
+            shared: ``(keys, values)``, each ``(G, H, S, C/H)`` with ``B = G * g``: row ``b`` sees
+                group ``b // g``. Beam search keeps one copy of the source per sentence this way
+                instead of one per hypothesis.
         Returns:
             ``(B, T, C)`` output and this call's ``(keys, values)`` ``(B, H, T, C/H)``.
         """
@@ -70,7 +78,9 @@ class BiasedSelfAttention(nn.Module):
             k = torch.cat([prefix[0], k], dim=2)
             v = torch.cat([prefix[1], v], dim=2)
         dropout_p = self.dropout if self.training else 0.0
-        if q.dtype == torch.float32:
+        if shared is not None:
+            out = self._attend_with_shared(q, k, v, shared, attn_bias, dropout_p)
+        elif q.dtype == torch.float32:
             out = F.scaled_dot_product_attention(q, k, v, attn_mask=attn_bias, dropout_p=dropout_p)
         else:
             # half precision: scores and softmax in float32 so nothing overflows
@@ -81,3 +91,35 @@ class BiasedSelfAttention(nn.Module):
         bsz, _, length, _ = out.shape
         out = out.transpose(1, 2).reshape(bsz, length, self.num_heads * self.head_dim)
         return self.out_proj(out), new_kv
+
+    def _attend_with_shared(self, q, k, v, shared: KeyValue, attn_bias, dropout_p) -> Tensor:
+        """Attention over ``[shared | k]`` with one softmax, without copying ``shared`` per row.
+
+        Args:
+            q: ``(B, H, T, D)``; k, v: ``(B, H, P+T, D)``; shared: ``(G, H, S, D)`` each, ``B = G * g``.
+        Returns:
+            ``(B, H, T, D)``.
+        """
+        shared_k, shared_v = shared
+        bsz, heads, length, dim = q.shape
+        groups, source_len = shared_k.size(0), shared_k.size(2)
+        if bsz % groups:
+            raise ValueError(f"{bsz} query rows cannot be split into {groups} groups of shared keys")
+        per_group = bsz // groups
+
+        def to_groups(t: Tensor) -> Tensor:  # B x H x T x N -> G x H x (g*T) x N
+            t = t.reshape(groups, per_group, heads, length, t.size(-1)).transpose(1, 2)
+            return t.reshape(groups, heads, per_group * length, t.size(-1))
+
+        def to_rows(t: Tensor) -> Tensor:  # G x H x (g*T) x N -> B x H x T x N
+            t = t.reshape(groups, heads, per_group, length, t.size(-1)).transpose(1, 2)
+            return t.reshape(bsz, heads, length, t.size(-1))
+
+        # scores and softmax in float32 (a no-op cast for float32 models)
+        q = q.float() * self.head_dim**-0.5
+        shared_scores = to_rows(torch.matmul(to_groups(q), shared_k.float().transpose(-1, -2)))
+        own_scores = torch.matmul(q, k.float().transpose(-1, -2))  # B x H x T x (P+T)
+        probs = torch.softmax(torch.cat([shared_scores, own_scores], -1) + attn_bias, dim=-1)
+        probs = F.dropout(probs, p=dropout_p, training=self.training).to(v.dtype)
+        shared_probs, own_probs = probs.split([source_len, k.size(2)], dim=-1)
+        return to_rows(torch.matmul(to_groups(shared_probs), shared_v)) + torch.matmul(own_probs, v)

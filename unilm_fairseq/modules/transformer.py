@@ -61,8 +61,14 @@ class UniLMTransformerLayer(nn.Module):
         self.dropout = dropout
         self.activation_dropout = activation_dropout
 
-    def forward(self, x: Tensor, attn_bias: Tensor, prefix: Optional[KeyValue] = None):
-        attn, new_kv = self.self_attn(x, attn_bias, prefix)
+    def forward(
+        self,
+        x: Tensor,
+        attn_bias: Tensor,
+        prefix: Optional[KeyValue] = None,
+        shared: Optional[KeyValue] = None,
+    ):
+        attn, new_kv = self.self_attn(x, attn_bias, prefix, shared)
         x = self.self_attn_layer_norm(x + F.dropout(attn, self.dropout, self.training))
         h = F.dropout(self.activation_fn(self.fc1(x)), self.activation_dropout, self.training)
         x = self.final_layer_norm(x + F.dropout(self.fc2(h), self.dropout, self.training))
@@ -138,13 +144,16 @@ class UniLMTransformer(nn.Module):
         visible: Tensor,
         prefix: Optional[List[KeyValue]] = None,
         prefix_positions: Optional[Tensor] = None,
+        shared: Optional[List[KeyValue]] = None,
     ) -> Tuple[Tensor, List[KeyValue]]:
         """
         Args:
             tokens, segments, positions: ``(B, T)`` long.
-            visible: ``(B, T, P+T)`` bool; the first ``P`` keys are the cached prefix.
-            prefix: per-layer cached ``(keys, values)`` of ``P`` earlier tokens.
-            prefix_positions: ``(B, P)`` position ids of the cached tokens.
+            visible: ``(B, T, S+P+T)`` bool; keys are ordered ``[shared | prefix | tokens]``.
+            prefix: per-layer cached ``(keys, values)`` ``(B, H, P, D)`` of ``P`` earlier tokens.
+            prefix_positions: ``(B, S+P)`` position ids of the shared and cached keys.
+            shared: per-layer ``(keys, values)`` ``(G, H, S, D)``, each seen by ``B / G``
+                consecutive rows (the source of a sentence, shared by its beam hypotheses).
         Returns:
             hidden states ``(B, T, C)`` and per-layer ``(keys, values)`` of this call's tokens.
         """
@@ -158,7 +167,9 @@ class UniLMTransformer(nn.Module):
         x = self.embeddings(tokens, segments, positions)
         new_kv = []
         for i, layer in enumerate(self.layers):
-            x, kv = layer(x, attn_bias, None if prefix is None else prefix[i])
+            x, kv = layer(
+                x, attn_bias, None if prefix is None else prefix[i], None if shared is None else shared[i]
+            )
             new_kv.append(kv)
         return x, new_kv
 

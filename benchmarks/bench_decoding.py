@@ -1,0 +1,445 @@
+#!/usr/bin/env python
+"""Beam-search decoding cost of UniLM s2s-ft: K/V cache against recompute, and against fairseq's transformer.
+
+Targets (project issue), same sources, same beam, same output length:
+
+* cached decoding is at least 3x faster than recomputing the whole prefix
+  every step (``SequenceGenerator`` with ``model.has_incremental = False``);
+* per generated token, cached decoding costs at most 1.5x fairseq's own
+  ``transformer`` of the same width and the same total layer count (e.g. a
+  6-layer UniLM against 3 encoder + 3 decoder layers), timed in the same run.
+
+All models have random weights (no training) and dropout 0, and share one
+dictionary (``--vocab`` random words, the specials and ``<mask>``). Sources are
+random words laid out by the library's ``Seq2SeqDataset`` ("[SOS] words [EOS]",
+exactly ``--src-len`` tokens) and collated by its collater. Every variant runs
+fairseq's ``SequenceGenerator`` directly (no n-gram blocking) with
+``max_len_a=0`` and ``min_len = max_len_b = --tgt-len - 1``: EOS is forbidden
+until the last step, which forces it, so every hypothesis has exactly
+``--tgt-len`` tokens, the final [EOS] included, and every variant runs exactly
+``--tgt-len`` decoder steps (counted and printed). A timed unit is one
+``generate`` call on one batch: source encoding plus all decoder steps. "ms per
+token" is that time over ``batch * tgt_len`` (per sequence per step; the beam
+is inside). The encoder alone is timed next to it, so the decoder-only share is
+shown too.
+
+The fairseq transformer is ``TransformerModel.build_model`` on
+``transformer.base_architecture`` with the UniLM model's width, heads, FFN size
+and activation, half its layers in the encoder and half in the decoder, shared
+embeddings (the UniLM LM head is tied too), post-LN (as UniLM), dropout 0.
+
+Variants run interleaved, the order rotated every repetition, so machine noise
+hits all; ratios are medians of per-repetition ratios. On a shared machine,
+``--threads 1`` gives steadier numbers. This is a measurement, not a test.
+
+Usage::
+
+    python benchmarks/bench_decoding.py                         # unilmv2_small, 2 x 464 -> 48, beam 5
+    python benchmarks/bench_decoding.py --arch unilmv2_tiny --repeats 2     # quick run
+    python benchmarks/bench_decoding.py --recompute-steps-limit 8           # recompute: 8 steps, scaled
+    python benchmarks/bench_decoding.py --profile                           # + per-op profile of one batch
+
+``--recompute-steps-limit N`` decodes only N steps in the recompute variant
+and scales its time by ``tgt_len / N`` (marked "extrapolated"). Later steps
+have longer prefixes, so this slightly underestimates recomputing.
+"""
+
+import argparse
+import os
+import platform
+import statistics
+import time
+from typing import Callable, Dict
+
+import fairseq
+import numpy as np
+import torch
+from fairseq.data import Dictionary
+from fairseq.models import ARCH_CONFIG_REGISTRY, ARCH_MODEL_INV_REGISTRY
+from fairseq.models.transformer import TransformerModel
+from fairseq.models.transformer import base_architecture as transformer_base_architecture
+from fairseq.sequence_generator import SequenceGenerator
+
+from unilm_fairseq.data.dictionary import MASK_SYMBOL
+from unilm_fairseq.data.seq2seq_dataset import SOURCE_SPECIALS, Seq2SeqDataset
+from unilm_fairseq.models.unilmv2 import UniLMv2Config, UniLMv2Model
+from unilm_fairseq.seq2seq_layout import METHODS
+from unilm_fairseq.tasks.unilm_seq2seq import _TokenList
+
+RECOMPUTE_PER_CACHED_TARGET = 3.0  # recompute / cached, at least
+CACHED_PER_TRANSFORMER_TARGET = 1.5  # cached / fairseq transformer per generated token, at most
+# cached and recomputed beam scores are float32 sums over the same steps in different layouts
+SCORE_TOLERANCE = 1e-3
+PROFILE_ROWS = 25
+
+CACHED, RECOMPUTE, TRANSFORMER = "unilm cached", "unilm recompute", "fairseq transformer"
+VARIANTS = (CACHED, RECOMPUTE, TRANSFORMER)
+
+Batch = Dict[str, object]
+
+
+def parse_args():
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    archs = sorted(a for a in ARCH_MODEL_INV_REGISTRY["unilmv2"] if a != "unilmv2")
+    parser.add_argument("--arch", default="unilmv2_small", choices=archs, help="UniLM model size")
+    parser.add_argument(
+        "--method",
+        default="pseudo_masked",
+        choices=METHODS,
+        help="s2s-ft method the UniLM model decodes with",
+    )
+    parser.add_argument("--src-len", type=int, default=464, help="source tokens, [SOS] and [EOS] included")
+    parser.add_argument(
+        "--tgt-len", type=int, default=48, help="output tokens (= decoder steps), [EOS] included"
+    )
+    parser.add_argument("--beam", type=int, default=5, help="beam size")
+    parser.add_argument("--batch-size", type=int, default=2, help="sources per generate call")
+    parser.add_argument("--repeats", type=int, default=3, help="timed repetitions of every variant")
+    parser.add_argument("--warmup", type=int, default=1, help="untimed repetitions first (also the checks)")
+    parser.add_argument("--threads", type=int, default=0, help="torch threads (0: all logical CPUs)")
+    parser.add_argument("--vocab", type=int, default=8000, help="random words in the shared dictionary")
+    parser.add_argument(
+        "--recompute-steps-limit",
+        type=int,
+        default=0,
+        help="decode only the first N steps of the recompute variant and extrapolate (0: all)",
+    )
+    parser.add_argument("--seed", type=int, default=1, help="seed of the sources and weights")
+    parser.add_argument("--device", default="cpu", help="torch device, e.g. cpu or cuda")
+    parser.add_argument(
+        "--profile", action="store_true", help="after timing, profile one batch of cached and transformer"
+    )
+    args = parser.parse_args()
+    if args.src_len <= SOURCE_SPECIALS:
+        parser.error(f"--src-len must be more than {SOURCE_SPECIALS} ([SOS] and [EOS])")
+    for name in ("tgt_len", "beam", "batch_size", "repeats", "vocab"):
+        if getattr(args, name) < 1:
+            parser.error(f"--{name.replace('_', '-')} must be at least 1")
+    if args.recompute_steps_limit < 0:
+        parser.error("--recompute-steps-limit must be at least 0")
+    return args
+
+
+def build_dictionary(num_words: int) -> Dictionary:
+    dictionary = Dictionary()
+    for i in range(num_words):
+        dictionary.add_symbol(f"w{i}")
+    dictionary.add_symbol(MASK_SYMBOL)
+    return dictionary
+
+
+def build_batch(dictionary: Dictionary, args, device) -> Batch:
+    """``batch_size`` sources of random words, exactly ``src_len`` tokens each, by the library's collater."""
+    rng = np.random.default_rng(args.seed)
+    words = args.src_len - SOURCE_SPECIALS
+    first_word, mask_idx = dictionary.nspecial, dictionary.index(MASK_SYMBOL)
+    lines = [  # as fairseq-preprocess stores them: words then </s>
+        torch.from_numpy(np.append(rng.integers(first_word, mask_idx, size=words), dictionary.eos()))
+        for _ in range(args.batch_size)
+    ]
+    dataset = Seq2SeqDataset(_TokenList(lines), None, dictionary, args.method, args.src_len, args.tgt_len)
+    batch = dataset.collater([dataset[i] for i in range(len(dataset))])
+    src_tokens = batch["net_input"]["src_tokens"]
+    if src_tokens.shape != (args.batch_size, args.src_len):
+        raise RuntimeError(
+            f"sources are {tuple(src_tokens.shape)}, expected {(args.batch_size, args.src_len)}"
+        )
+    batch["net_input"] = {k: v.to(device) for k, v in batch["net_input"].items()}
+    return batch
+
+
+def build_unilm(args, dictionary: Dictionary) -> UniLMv2Model:
+    """The registered architecture's sizes, dropout 0, a position table long enough for source + output."""
+    cfg_args = argparse.Namespace(dropout=0.0, attention_dropout=0.0, activation_dropout=0.0)
+    ARCH_CONFIG_REGISTRY[args.arch](cfg_args)  # fills only what is unset
+    cfg_args.max_positions = max(cfg_args.max_positions, args.src_len + args.tgt_len)
+    cfg_args.seq2seq_method = args.method
+    return UniLMv2Model(UniLMv2Config(**vars(cfg_args)), dictionary)
+
+
+class _DictionaryTask:
+    """What ``TransformerModel.build_model`` reads from a task."""
+
+    def __init__(self, dictionary: Dictionary):
+        self.source_dictionary = self.target_dictionary = dictionary
+
+
+def build_transformer(cfg: UniLMv2Config, args, dictionary: Dictionary) -> TransformerModel:
+    """fairseq's transformer: the UniLM width, heads, FFN and activation; its layers split encoder/decoder.
+
+    An odd layer count gives the encoder the extra layer.
+    """
+    t_args = argparse.Namespace(
+        encoder_layers=(cfg.encoder_layers + 1) // 2,
+        decoder_layers=cfg.encoder_layers // 2,
+        encoder_embed_dim=cfg.encoder_embed_dim,
+        decoder_embed_dim=cfg.encoder_embed_dim,
+        encoder_ffn_embed_dim=cfg.encoder_ffn_embed_dim,
+        decoder_ffn_embed_dim=cfg.encoder_ffn_embed_dim,
+        encoder_attention_heads=cfg.encoder_attention_heads,
+        decoder_attention_heads=cfg.encoder_attention_heads,
+        activation_fn=str(cfg.activation_fn),
+        share_all_embeddings=True,
+        dropout=0.0,
+        attention_dropout=0.0,
+        activation_dropout=0.0,
+        max_source_positions=max(1024, args.src_len),
+        max_target_positions=max(1024, args.tgt_len + 1),
+    )
+    transformer_base_architecture(t_args)  # fills only what is unset
+    return TransformerModel.build_model(t_args, _DictionaryTask(dictionary))
+
+
+def build_generator(model, dictionary: Dictionary, beam: int, steps: int, incremental: bool):
+    """Exactly ``steps`` decoder calls: EOS is forbidden before the last step, which forces it."""
+    generator = SequenceGenerator(
+        [model], dictionary, beam_size=beam, max_len_a=0, max_len_b=steps - 1, min_len=steps - 1
+    )
+    if not incremental:
+        generator.model.has_incremental = False  # the decoder recomputes the whole prefix every step
+    return generator
+
+
+def count_parameters(model) -> int:
+    return sum(p.numel() for p in model.parameters())
+
+
+def checked_run(generator, model, batch: Batch, steps: int):
+    """One untimed generate call; returns its outputs and the number of decoder calls it made."""
+    calls = []
+    decoder, forward = model.decoder, model.decoder.forward
+
+    def counted(*inputs, **kwargs):
+        calls.append(1)
+        return forward(*inputs, **kwargs)
+
+    decoder.forward = counted  # the generator calls decoder.forward directly, bypassing hooks
+    try:
+        outputs = generator.generate([model], batch)
+    finally:
+        del decoder.forward
+    lengths = {len(hypo["tokens"]) for hypos in outputs for hypo in hypos}
+    if lengths != {steps}:
+        raise RuntimeError(f"hypotheses of lengths {sorted(lengths)}, expected {steps} each")
+    return outputs, len(calls)
+
+
+def compare_outputs(cached, recomputed):
+    """Hypotheses that differ between cached and recomputed decoding, and the largest score difference."""
+    differing, worst = 0, 0.0
+    for hypos_a, hypos_b in zip(cached, recomputed):
+        for a, b in zip(hypos_a, hypos_b):
+            differing += not torch.equal(a["tokens"], b["tokens"])
+            worst = max(worst, abs(float(a["score"]) - float(b["score"])))
+    return differing, worst
+
+
+def run_interleaved(generators, models, batch, scales, args, sync: Callable[[], None]):
+    """Seconds per generate call (scaled where extrapolated) and per encoder call, per variant.
+
+    Repetition ``r`` runs the variants rotated by ``r``, so each runs first, second and last in turn.
+    """
+    times = {v: [] for v in VARIANTS}
+    encoder_times = {v: [] for v in VARIANTS}
+    net_input = batch["net_input"]
+    for rep in range(args.warmup + args.repeats):
+        shift = rep % len(VARIANTS)
+        for variant in VARIANTS[shift:] + VARIANTS[:shift]:
+            generator, model = generators[variant], models[variant]
+            sync()
+            start = time.perf_counter()
+            generator.generate([model], batch)
+            sync()
+            middle = time.perf_counter()
+            with torch.no_grad():
+                model.encoder(net_input["src_tokens"], src_lengths=net_input["src_lengths"])
+            sync()
+            end = time.perf_counter()
+            if rep >= args.warmup:
+                times[variant].append((middle - start) * scales[variant])
+                encoder_times[variant].append(end - middle)
+    return times, encoder_times
+
+
+def profile_one(generator, model, batch: Batch, label: str):
+    """torch profiler over one generate call: the most expensive ops by self CPU time."""
+    from torch.profiler import ProfilerActivity, profile
+
+    with profile(activities=[ProfilerActivity.CPU]) as prof:
+        generator.generate([model], batch)
+    print()
+    print(f"profile: {label}, one batch, top {PROFILE_ROWS} ops by self CPU time")
+    print(prof.key_averages().table(sort_by="self_cpu_time_total", row_limit=PROFILE_ROWS))
+
+
+def cpu_model() -> str:
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or "unknown"
+
+
+def load_average() -> str:
+    try:
+        return " ".join(f"{x:.2f}" for x in os.getloadavg())
+    except OSError:
+        return "n/a"
+
+
+def main():
+    args = parse_args()
+    torch.set_num_threads(args.threads or os.cpu_count())
+    device = torch.device(args.device)
+    sync = torch.cuda.synchronize if device.type == "cuda" else (lambda: None)
+    torch.manual_seed(args.seed)
+
+    dictionary = build_dictionary(args.vocab)
+    batch = build_batch(dictionary, args, device)
+    unilm = build_unilm(args, dictionary).to(device).eval()
+    transformer = build_transformer(unilm.cfg, args, dictionary).to(device).eval()
+    cfg, t_cfg = unilm.cfg, transformer.cfg
+
+    steps = args.tgt_len
+    recompute_steps = min(args.recompute_steps_limit or steps, steps)
+    extrapolated = recompute_steps < steps
+    models = {CACHED: unilm, RECOMPUTE: unilm, TRANSFORMER: transformer}
+    generators = {
+        CACHED: build_generator(unilm, dictionary, args.beam, steps, incremental=True),
+        RECOMPUTE: build_generator(unilm, dictionary, args.beam, recompute_steps, incremental=False),
+        TRANSFORMER: build_generator(transformer, dictionary, args.beam, steps, incremental=True),
+    }
+    scales = {CACHED: 1.0, RECOMPUTE: steps / recompute_steps, TRANSFORMER: 1.0}
+    decoder_steps = {CACHED: steps, RECOMPUTE: recompute_steps, TRANSFORMER: steps}
+
+    print("unilm_fairseq decoding benchmark (fairseq SequenceGenerator, beam search)")
+    print(
+        f"machine : {cpu_model()}, {os.cpu_count()} logical CPUs, torch {torch.__version__} "
+        f"({torch.get_num_threads()} threads), fairseq {fairseq.__version__}, "
+        f"python {platform.python_version()}, device {device}"
+        + (f" ({torch.cuda.get_device_name(device)})" if device.type == "cuda" else "")
+    )
+    print(f"load avg: {load_average()} (1/5/15 min) at start")
+    print(
+        f"unilm   : {args.arch}, method {args.method}: {cfg.encoder_layers} layers, {cfg.encoder_embed_dim} "
+        f"hidden, {cfg.encoder_attention_heads} heads, FFN {cfg.encoder_ffn_embed_dim}, {cfg.activation_fn}, "
+        f"rel-pos bins {cfg.rel_pos_bins}, {cfg.max_positions} positions; "
+        f"{count_parameters(unilm) / 1e6:.2f}M parameters"
+    )
+    print(
+        f"fairseq : transformer: {t_cfg.encoder.layers} encoder + {t_cfg.decoder.layers} decoder layers, "
+        f"{t_cfg.encoder.embed_dim} hidden, {t_cfg.encoder.attention_heads} heads, FFN "
+        f"{t_cfg.encoder.ffn_embed_dim}, {t_cfg.activation_fn}, shared embeddings, "
+        f"{'pre' if t_cfg.encoder.normalize_before else 'post'}-LN; "
+        f"{count_parameters(transformer) / 1e6:.2f}M parameters"
+    )
+    print(
+        f"decoding: {args.batch_size} sources x {args.src_len} tokens -> {args.tgt_len} tokens ([EOS] "
+        f"included), beam {args.beam}; vocab {len(dictionary)}; min_len = max_len_b = {steps - 1}, "
+        "max_len_a 0"
+    )
+    print(
+        f"timing  : {args.warmup} warmup + {args.repeats} timed repetitions, variants interleaved "
+        f"(order rotated every repetition); one unit = one generate call on the batch"
+    )
+
+    # one untimed run each: exactly the expected decoder calls and fixed-length hypotheses
+    outputs, calls = {}, {}
+    for variant in VARIANTS:
+        outputs[variant], calls[variant] = checked_run(
+            generators[variant], models[variant], batch, decoder_steps[variant]
+        )
+        if calls[variant] != decoder_steps[variant]:
+            raise RuntimeError(
+                f"{variant}: {calls[variant]} decoder calls, expected {decoder_steps[variant]}"
+            )
+    print(
+        "steps   : decoder calls per generate call: "
+        + ", ".join(f"{v} {calls[v]}" for v in VARIANTS)
+        + (
+            f" (recompute limited to {recompute_steps}, time scaled by {steps}/{recompute_steps})"
+            if extrapolated
+            else ""
+        )
+        + "; every hypothesis has exactly its step count of tokens"
+    )
+    if not extrapolated:
+        differing, worst = compare_outputs(outputs[CACHED], outputs[RECOMPUTE])
+        ok = differing == 0 and worst <= SCORE_TOLERANCE
+        print(
+            f"check   : cached == recompute: {differing} of {args.batch_size * args.beam} hypotheses differ, "
+            f"max |score diff| {worst:.2e} (tolerance {SCORE_TOLERANCE:g}) {'PASS' if ok else 'FAIL'}"
+        )
+
+    times, encoder_times = run_interleaved(generators, models, batch, scales, args, sync)
+    median = {v: statistics.median(times[v]) for v in VARIANTS}
+    tokens_per_batch = args.batch_size * args.tgt_len
+
+    print()
+    header = (
+        f"{'variant':<21}{'steps':>6}{'s/batch (median)':>18}{'min..max':>17}{'encoder s':>11}"
+        f"{'ms/token':>10}{'decoder-only ms/token':>23}"
+    )
+    print(header)
+    print("-" * len(header))
+    for variant in VARIANTS:
+        enc = statistics.median(encoder_times[variant])
+        note = "  extrapolated" if variant == RECOMPUTE and extrapolated else ""
+        print(
+            f"{variant:<21}{decoder_steps[variant]:>6}{median[variant]:>18.3f}"
+            f"{min(times[variant]):>8.3f}..{max(times[variant]):<7.3f}{enc:>11.3f}"
+            f"{median[variant] / tokens_per_batch * 1e3:>10.2f}"
+            f"{(median[variant] - enc) / tokens_per_batch * 1e3:>23.2f}{note}"
+        )
+    print(
+        f"(ms/token: s/batch / ({args.batch_size} sources x {args.tgt_len} steps), beam {args.beam} inside; "
+        f"decoder-only: s/batch less the encoder alone)"
+    )
+    if extrapolated:
+        print(
+            f"(unilm recompute: {recompute_steps} of {steps} steps decoded, time scaled by {steps}/"
+            f"{recompute_steps}; later steps have longer prefixes, so this underestimates recomputing)"
+        )
+
+    def ratio_row(label, numerator, denominator, target, at_most):
+        per_rep = [n / d for n, d in zip(times[numerator], times[denominator])]
+        value = statistics.median(per_rep)
+        of_minima = min(times[numerator]) / min(times[denominator])
+        passed = value <= target if at_most else value >= target
+        print(
+            f"{label:<36}{value:>8.2f}{of_minima:>10.2f}"
+            f"{('<= ' if at_most else '>= ') + str(target):>10}  {'PASS' if passed else 'FAIL':<6}  "
+            + " ".join(f"{r:.2f}" for r in per_rep)
+        )
+
+    print()
+    print(f"{'ratio':<36}{'median':>8}{'of minima':>10}{'target':>10}  result  per repetition")
+    label = "recompute / cached" + (" (extrapolated)" if extrapolated else "")
+    ratio_row(label, RECOMPUTE, CACHED, RECOMPUTE_PER_CACHED_TARGET, False)
+    ratio_row("cached / transformer (per token)", CACHED, TRANSFORMER, CACHED_PER_TRANSFORMER_TARGET, True)
+    decoder_only = [
+        (c - ce) / (t - te)
+        for c, ce, t, te in zip(
+            times[CACHED], encoder_times[CACHED], times[TRANSFORMER], encoder_times[TRANSFORMER]
+        )
+    ]
+    encoder_only = [c / t for c, t in zip(encoder_times[CACHED], encoder_times[TRANSFORMER])]
+    print(
+        f"(informational: cached / transformer decoder-only {statistics.median(decoder_only):.2f}, "
+        f"encoder alone {statistics.median(encoder_only):.2f})"
+    )
+    print("(median: of the per-repetition ratios, which decides PASS/FAIL; of minima: fastest / fastest)")
+    print(f"load avg: {load_average()} (1/5/15 min) at end")
+
+    if args.profile:
+        profile_one(generators[CACHED], unilm, batch, CACHED)
+        profile_one(generators[TRANSFORMER], transformer, batch, TRANSFORMER)
+
+
+if __name__ == "__main__":
+    main()
