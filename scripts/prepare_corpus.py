@@ -10,7 +10,9 @@ spaces, empty lines kept as document breaks) ready for
 With ``--pairs-window K`` it also writes a demo seq2seq set (lead-sentence
 extraction): each source is K consecutive sentences of a document, its target
 the first of them; ``{train,valid,test}.{src,tgt}`` (sentencepiece pieces) come
-from the training documents, the first and the second held-out document.
+from the training documents, the first and the second held-out document, and
+``{train,valid,test}.raw.{src,tgt}`` hold the same pairs as plain text (for
+another tokenizer, such as an imported model's WordPiece).
 """
 
 import argparse
@@ -47,12 +49,14 @@ def lead_pairs(docs, window):
 
 
 def write_pairs(pairs, prefix, processor):
-    with open(prefix + ".src", "w", encoding="utf-8") as src, open(
-        prefix + ".tgt", "w", encoding="utf-8"
-    ) as tgt:
-        for source, target in pairs:
-            src.write(" ".join(processor.encode(source, out_type=str)) + "\n")
-            tgt.write(" ".join(processor.encode(target, out_type=str)) + "\n")
+    """``prefix.{src,tgt}`` in sentencepiece pieces, ``prefix.raw.{src,tgt}`` as plain text."""
+    for side, column in (("src", 0), ("tgt", 1)):
+        with open(f"{prefix}.{side}", "w", encoding="utf-8") as pieces, open(
+            f"{prefix}.raw.{side}", "w", encoding="utf-8"
+        ) as raw:
+            for pair in pairs:
+                pieces.write(" ".join(processor.encode(pair[column], out_type=str)) + "\n")
+                raw.write(pair[column] + "\n")
 
 
 def main():
