@@ -581,3 +581,22 @@ def test_load_pretrained_rejects_a_missing_key(tmp_path):
     save_checkpoint(state, path)
     with pytest.raises(ValueError, match=r"missing \['lm_head\.dense\.weight'\]"):
         load_pretrained_weights(tiny_model(D), str(path))
+
+
+@pytest.mark.parametrize("size", [1, 2, 3])
+def test_cpu_ngram_blocking_bans_exactly_the_repeating_tokens(size):
+    from unilm_fairseq.modules.ngram_block import PrefixNGramRepeatBlock
+
+    blocker = PrefixNGramRepeatBlock(size)
+    blocker.use_extension = False  # the Python path, as on CPU
+    # two rows, a buffer wider than the prefix: the last columns are padding, as fairseq passes them
+    tokens = torch.tensor([[EOS, 5, 6, 5, 6, PAD, PAD], [EOS, 7, 8, 9, 7, PAD, PAD]])
+    step = 4  # five real columns
+    lprobs = blocker(tokens, torch.zeros(2, len(D)), bsz=2, beam_size=1, step=step)
+    banned = [sorted(torch.nonzero(row.isinf()).flatten().tolist()) for row in lprobs]
+    expected = {
+        1: [sorted({EOS, 5, 6}), sorted({EOS, 7, 8, 9})],  # every token of the prefix (as the CUDA kernel)
+        2: [[5], [8]],  # after "6": 6->5 was seen; after "7": 7->8 was seen
+        3: [[5], []],  # after "5 6": "5 6 5" was seen; "9 7" is new
+    }[size]
+    assert banned == expected
