@@ -1,15 +1,20 @@
 """unilm_fairseq: the UniLM family (UniLM v1, UniLMv2, s2s-ft) and PALM as a fairseq plugin.
 
 Load with ``--user-dir unilm_fairseq``. fairseq imports ``tasks/`` and
-``models/`` of a user dir itself; the criteria are imported here so they are
-registered too. Importing the package also allow-lists the classes fairseq
-checkpoints pickle, so the safe ``weights_only`` loader stays on.
+``models/`` of a user dir itself; the criteria and the ``--bpe wordpiece``
+encoder are imported here so they are registered too. Importing the package
+also allow-lists the classes fairseq checkpoints pickle, so the safe
+``weights_only`` loader stays on. :class:`UniLMModel` is the Python API
+(``UniLMModel.from_pretrained(...).generate(...)``).
 """
 
 from .serialization import allow_fairseq_checkpoints
 
 allow_fairseq_checkpoints()
 
-from . import criterions, models, scoring, tasks  # noqa: E402,F401  (registration)
+from . import criterions, encoders, models, scoring, tasks  # noqa: E402,F401  (registration)
+from .hub_interface import UniLMModel  # noqa: E402  (the Python API)
+
+__all__ = ["UniLMModel"]
 
 __version__ = "0.1.0"
