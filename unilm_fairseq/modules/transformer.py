@@ -12,19 +12,43 @@ from .attention import BiasedSelfAttention, KeyValue, build_attention_bias
 from .relative_position import RelativePositionBias
 
 
-class UniLMEmbeddings(nn.Module):
-    """Token + absolute position + segment embeddings, then LayerNorm and dropout."""
+def token_embed_dim(cfg) -> int:
+    """Width of the embedding tables: ``cfg.token_embed_dim``, or the hidden size when it is 0 (unset)."""
+    # configs saved before the field existed lack it
+    return getattr(cfg, "token_embed_dim", 0) or cfg.encoder_embed_dim
 
-    def __init__(self, vocab_size, embed_dim, padding_idx, max_positions, num_segments, eps, dropout):
+
+class UniLMEmbeddings(nn.Module):
+    """Token + absolute position + segment embeddings, then LayerNorm and dropout.
+
+    The tables are ``embed_dim`` wide. When ``hidden_dim`` differs (ELECTRA's
+    small embeddings), a linear layer projects the normalised sum up to it.
+    """
+
+    def __init__(
+        self,
+        vocab_size,
+        embed_dim,
+        padding_idx,
+        max_positions,
+        num_segments,
+        eps,
+        dropout,
+        hidden_dim: Optional[int] = None,
+    ):
         super().__init__()
         self.tokens = nn.Embedding(vocab_size, embed_dim, padding_idx=padding_idx)
         self.positions = nn.Embedding(max_positions, embed_dim)
         self.segments = nn.Embedding(num_segments, embed_dim) if num_segments > 0 else None
         self.layer_norm = LayerNorm(embed_dim, eps=eps)
         self.dropout = nn.Dropout(dropout)
+        # only created when needed, so models without it keep their state-dict keys
+        self.project = (
+            nn.Linear(embed_dim, hidden_dim) if hidden_dim is not None and hidden_dim != embed_dim else None
+        )
 
     def forward(self, tokens: Tensor, segments: Tensor, positions: Tensor) -> Tensor:
-        """``(B, T)`` long each -> ``(B, T, C)``."""
+        """``(B, T)`` long each -> ``(B, T, C)`` (``C`` the hidden size)."""
         max_positions = self.positions.num_embeddings
         if positions.numel() and int(positions.max()) >= max_positions:
             raise ValueError(
@@ -34,7 +58,8 @@ class UniLMEmbeddings(nn.Module):
         x = self.tokens(tokens) + self.positions(positions)
         if self.segments is not None:
             x = x + self.segments(segments)
-        return self.dropout(self.layer_norm(x))
+        x = self.dropout(self.layer_norm(x))  # B x T x E
+        return x if self.project is None else self.project(x)
 
 
 class UniLMTransformerLayer(nn.Module):
@@ -76,19 +101,24 @@ class UniLMTransformerLayer(nn.Module):
 
 
 class UniLMLMHead(nn.Module):
-    """BERT's prediction head: dense, activation, LayerNorm, then the tied embedding matrix."""
+    """BERT's prediction head: dense, activation, LayerNorm, then the tied embedding matrix.
+
+    ``dense`` maps the hidden size to the embedding width ``weight.size(1)``
+    (they differ for ELECTRA's generator).
+    """
 
     def __init__(self, embed_dim, activation_fn, eps, weight: nn.Parameter):
         super().__init__()
-        self.dense = nn.Linear(embed_dim, embed_dim)
+        token_dim = weight.size(1)
+        self.dense = nn.Linear(embed_dim, token_dim)
         self.activation_fn = utils.get_activation_fn(activation_fn)
-        self.layer_norm = LayerNorm(embed_dim, eps=eps)
+        self.layer_norm = LayerNorm(token_dim, eps=eps)
         self.weight = weight
         self.bias = nn.Parameter(torch.zeros(weight.size(0)))
 
     def forward(self, features: Tensor) -> Tensor:
         """``(..., C) -> (..., V)``."""
-        x = self.layer_norm(self.activation_fn(self.dense(features)))
+        x = self.layer_norm(self.activation_fn(self.dense(features)))  # ... x E
         return F.linear(x, self.weight) + self.bias
 
 
@@ -103,12 +133,13 @@ class UniLMTransformer(nn.Module):
         super().__init__()
         self.embeddings = UniLMEmbeddings(
             vocab_size,
-            cfg.encoder_embed_dim,
+            token_embed_dim(cfg),
             padding_idx,
             cfg.max_positions,
             cfg.num_segments,
             cfg.layernorm_eps,
             cfg.dropout,
+            hidden_dim=cfg.encoder_embed_dim,
         )
         self.rel_pos_bias = (
             RelativePositionBias(cfg.encoder_attention_heads, cfg.rel_pos_bins, cfg.max_rel_pos)
