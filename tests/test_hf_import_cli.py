@@ -1,12 +1,16 @@
 """A converted checkpoint used directly by the fairseq command-line tools: ``fairseq-preprocess
---srcdict dict.txt``, ``fairseq-train --task unilm_seq2seq --pretrained-checkpoint model.pt`` with the
-flags of ``model_args.txt``, and ``fairseq-generate`` (on the fine-tuned and on the converted model)."""
+--srcdict dict.txt``, ``fairseq-train --task unilm_seq2seq --pretrained-checkpoint model.pt`` (20 updates)
+with the flags of ``model_args.txt``, and ``fairseq-generate`` (on the fine-tuned and on the converted
+model); then ``UniLMModel.from_pretrained(...).generate`` gives the hypotheses ``fairseq-generate`` gave."""
 
+import math
 import os
 import sys
 
 import pytest
 import torch
+
+from unilm_fairseq import UniLMModel
 
 from .conftest import REPO, run_cli
 from .hf_import_fixtures import TINY, save_hf, wordpiece_tokens
@@ -60,7 +64,7 @@ def test_convert_finetune_generate(tmp_path):
                      *model_args, "--pretrained-checkpoint", str(converted / "model.pt"),
                      "--criterion", "unilm_seq2seq", "--max-source-positions", "16",
                      "--max-target-positions", "8", "--batch-size", "4", "--optimizer", "adam",
-                     "--lr", "1e-4", "--max-update", "3", "--cpu", "--num-workers", "0",
+                     "--lr", "1e-4", "--max-update", "20", "--cpu", "--num-workers", "0",
                      "--save-dir", str(save), "--no-epoch-checkpoints"])  # fmt: skip
     assert "initialised from" in train.stdout + train.stderr
 
@@ -68,6 +72,26 @@ def test_convert_finetune_generate(tmp_path):
                 "--gen-subset", "test", "--beam", "2", "--max-len-b", "5", "--batch-size", "4",
                 "--required-batch-size-multiple", "1", "--cpu", "--max-source-positions", "16",
                 "--max-target-positions", "8"]  # fmt: skip
+    outputs = {}
     for checkpoint in (save / "checkpoint_last.pt", converted / "model.pt"):
-        out = run_cli([*generate, "--path", str(checkpoint)]).stdout
+        out = outputs[checkpoint] = run_cli([*generate, "--path", str(checkpoint)]).stdout
         assert sum(line.startswith("H-") for line in out.splitlines()) == NUM_PAIRS, out[-2000:]
+
+    # the Python API on the fine-tuned checkpoint: the same hypotheses as fairseq-generate
+    hypotheses = {}
+    for line in outputs[save / "checkpoint_last.pt"].splitlines():
+        if line.startswith("H-"):
+            index, score, text = line.split("\t")
+            hypotheses[int(index[2:])] = (float(score), text)
+    unilm = UniLMModel.from_pretrained(
+        str(save), "checkpoint_last.pt", str(data), max_source_positions=16, max_target_positions=8
+    )
+    with open(tmp_path / "test.src") as f:
+        sources = [unilm.src_dict.encode_line(line, add_if_not_exist=False) for line in f]
+    api = unilm.generate(sources, beam=2, max_len_b=5, batch_size=4)
+    assert len(api) == len(hypotheses) == NUM_PAIRS
+    for i, hypos in enumerate(api):
+        score, text = hypotheses[i]
+        assert unilm.string(hypos[0]["tokens"]) == text
+        # fairseq-generate prints the score in base 2, to 4 decimals
+        assert abs(float(hypos[0]["score"]) / math.log(2) - score) < 1e-4
