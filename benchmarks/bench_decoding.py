@@ -46,14 +46,13 @@ have longer prefixes, so this slightly underestimates recomputing.
 
 import argparse
 import os
-import platform
 import statistics
 import time
 from typing import Callable, Dict
 
-import fairseq
 import numpy as np
 import torch
+from bench_common import build_dictionary, load_average, machine_line
 from fairseq.data import Dictionary
 from fairseq.models import ARCH_CONFIG_REGISTRY, ARCH_MODEL_INV_REGISTRY
 from fairseq.models.transformer import TransformerModel
@@ -120,14 +119,6 @@ def parse_args():
     if args.recompute_steps_limit < 0:
         parser.error("--recompute-steps-limit must be at least 0")
     return args
-
-
-def build_dictionary(num_words: int) -> Dictionary:
-    dictionary = Dictionary()
-    for i in range(num_words):
-        dictionary.add_symbol(f"w{i}")
-    dictionary.add_symbol(MASK_SYMBOL)
-    return dictionary
 
 
 def build_batch(dictionary: Dictionary, args, device) -> Batch:
@@ -274,24 +265,6 @@ def profile_one(generator, model, batch: Batch, label: str):
     print(prof.key_averages().table(sort_by="self_cpu_time_total", row_limit=PROFILE_ROWS))
 
 
-def cpu_model() -> str:
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or "unknown"
-
-
-def load_average() -> str:
-    try:
-        return " ".join(f"{x:.2f}" for x in os.getloadavg())
-    except OSError:
-        return "n/a"
-
-
 def main():
     args = parse_args()
     torch.set_num_threads(args.threads or os.cpu_count())
@@ -318,12 +291,7 @@ def main():
     decoder_steps = {CACHED: steps, RECOMPUTE: recompute_steps, TRANSFORMER: steps}
 
     print("unilm_fairseq decoding benchmark (fairseq SequenceGenerator, beam search)")
-    print(
-        f"machine : {cpu_model()}, {os.cpu_count()} logical CPUs, torch {torch.__version__} "
-        f"({torch.get_num_threads()} threads), fairseq {fairseq.__version__}, "
-        f"python {platform.python_version()}, device {device}"
-        + (f" ({torch.cuda.get_device_name(device)})" if device.type == "cuda" else "")
-    )
+    print(machine_line(device))
     print(f"load avg: {load_average()} (1/5/15 min) at start")
     print(
         f"unilm   : {args.arch}, method {args.method}: {cfg.encoder_layers} layers, {cfg.encoder_embed_dim} "

@@ -37,13 +37,13 @@ steps have the shortest sequences, so the extrapolation underestimates naive PAR
 
 import argparse
 import os
-import platform
 import statistics
 import time
 from typing import Callable, Dict, List
 
 import numpy as np
 import torch
+from bench_common import build_dictionary, load_average, machine_line
 from fairseq.data import Dictionary, ListDataset, data_utils
 from fairseq.models import ARCH_CONFIG_REGISTRY, ARCH_MODEL_INV_REGISTRY
 
@@ -95,14 +95,6 @@ def parse_args():
         if getattr(args, name) < 1:
             parser.error(f"--{name.replace('_', '-')} must be at least 1")
     return args
-
-
-def build_dictionary(num_words: int) -> Dictionary:
-    dictionary = Dictionary()
-    for i in range(num_words):
-        dictionary.add_symbol(f"w{i}")
-    dictionary.add_symbol(MASK_SYMBOL)
-    return dictionary
 
 
 def build_pairs(dictionary: Dictionary, num_items: int, tokens: int, seed: int) -> SegmentPairDataset:
@@ -258,24 +250,6 @@ def run_interleaved(model, optimizer, batches, rebuild, args, sync):
     return times, data_times
 
 
-def cpu_model() -> str:
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or "unknown"
-
-
-def load_average() -> str:
-    try:
-        return " ".join(f"{x:.2f}" for x in os.getloadavg())
-    except OSError:
-        return "n/a"
-
-
 def busy_warning(threads: int) -> str:
     """A warning when other processes already keep CPUs busy (1-minute load before we start)."""
     try:
@@ -333,11 +307,7 @@ def main():
     ]  # padded length beyond the context, per forward
 
     print("unilm_fairseq PMLM train-step benchmark")
-    print(
-        f"machine : {cpu_model()}, {os.cpu_count()} logical CPUs, torch {torch.__version__} "
-        f"({torch.get_num_threads()} threads), python {platform.python_version()}, device {device}"
-        + (f" ({torch.cuda.get_device_name(device)})" if device.type == "cuda" else "")
-    )
+    print(machine_line(device))
     print(f"load avg: {load_average()} (1/5/15 min) at start")
     busy = busy_warning(torch.get_num_threads())
     print(
