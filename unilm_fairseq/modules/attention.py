@@ -101,7 +101,7 @@ class BiasedSelfAttention(nn.Module):
             ``(B, H, T, D)``.
         """
         shared_k, shared_v = shared
-        bsz, heads, length, dim = q.shape
+        bsz, heads, length, _ = q.shape
         groups, source_len = shared_k.size(0), shared_k.size(2)
         if bsz % groups:
             raise ValueError(f"{bsz} query rows cannot be split into {groups} groups of shared keys")
