@@ -25,9 +25,6 @@ from fairseq.hub_utils import GeneratorHubInterface
 from omegaconf import open_dict
 from torch import Tensor
 
-from . import masks, seq2seq_layout
-from .models.generation import source_positions
-
 logger = logging.getLogger(__name__)
 
 PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))  # the --user-dir that registers the plugin
@@ -194,14 +191,7 @@ class UniLMModel(GeneratorHubInterface):
         pad = self.src_dict.pad()
         src = data_utils.collate_tokens([dataset[i]["source"] for i in range(len(dataset))], pad)
         src = src.to(self.device)  # B x S
-        padding = src.eq(pad)
-        features, _ = self.model(
-            src,
-            torch.full_like(src, seq2seq_layout.SOURCE_SEGMENT),
-            source_positions(padding),
-            masks.padded_bidirectional_mask(padding),
-            features_only=True,
-        )
+        features, _, padding, _ = self.model.encoder.source_states(src)
         return features.masked_fill(padding.unsqueeze(-1), 0)  # B x S x C
 
 

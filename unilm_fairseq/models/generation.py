@@ -57,6 +57,23 @@ class UniLMSourceEncoder(FairseqEncoder):
         _share(self, "transformer", transformer)
         _share(self, "lm_head", lm_head)
 
+    def source_states(self, src_tokens: Tensor):
+        """The bidirectional encoding of "[SOS] source [EOS]" (source segment, positions ``0..n-1``).
+
+        Args:
+            src_tokens: ``(B, S)``, padded on either side.
+        Returns:
+            final hidden states ``(B, S, C)``, per-layer ``(keys, values)``, ``padding`` and
+            ``positions`` ``(B, S)``.
+        """
+        padding = src_tokens.eq(self.dictionary.pad())
+        positions = source_positions(padding)
+        segments = torch.full_like(src_tokens, seq2seq_layout.SOURCE_SEGMENT)
+        hidden, kv = self.transformer(
+            src_tokens, segments, positions, masks.padded_bidirectional_mask(padding)
+        )
+        return hidden, kv, padding, positions
+
     def forward(self, src_tokens: Tensor, src_lengths: Optional[Tensor] = None, **unused):
         """
         Args:
@@ -68,11 +85,7 @@ class UniLMSourceEncoder(FairseqEncoder):
             ``(B, S)``; ``lengths`` ``(B,)``; ``last`` ``(B, C)``, the final-layer state of the
             last source token (it predicts the first target token in the causal method).
         """
-        padding = src_tokens.eq(self.dictionary.pad())
-        positions = source_positions(padding)
-        segments = torch.full_like(src_tokens, seq2seq_layout.SOURCE_SEGMENT)
-        visible = masks.padded_bidirectional_mask(padding)
-        hidden, kv = self.transformer(src_tokens, segments, positions, visible)
+        hidden, kv, padding, positions = self.source_states(src_tokens)
         last_index = (positions * (~padding)).argmax(1)
         batch = torch.arange(hidden.size(0), device=hidden.device)
         return {
