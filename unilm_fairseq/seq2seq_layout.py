@@ -92,3 +92,21 @@ def collate_examples(examples: List[Dict], pad: int) -> Dict[str, Tensor]:
         "attn_mask": masks.pad_masks([e["visible"] for e in examples]),
         "masked_tokens": data_utils.collate_tokens([e["query"] for e in examples], False),
     }
+
+
+def pair_segments(tokens: Tensor, eos: int, num_segments: int = 2) -> Tensor:
+    """Segment ids of "[SOS] A [EOS] B [EOS]" sentence pairs.
+
+    A token's segment is the number of ``eos`` tokens before it (not counting
+    itself), capped at ``num_segments - 1``: the first sentence and its closing
+    ``[EOS]`` get 0, everything after it 1. Padding gets whatever follows from
+    the rule; its outputs are never read.
+
+    Args:
+        tokens: ``(B, T)`` long.
+    Returns:
+        ``(B, T)`` long.
+    """
+    is_eos = tokens.eq(eos).long()
+    before = is_eos.cumsum(1) - is_eos
+    return before.clamp(max=max(num_segments - 1, 0))

@@ -12,11 +12,12 @@ from fairseq.dataclass import ChoiceEnum, FairseqDataclass
 from fairseq.models import BaseFairseqModel, register_model, register_model_architecture
 from fairseq.modules.transformer_sentence_encoder import init_bert_params
 from fairseq.utils import safe_getattr
-from torch import Tensor
+from torch import Tensor, nn
 
-from .. import seq2seq_layout
+from .. import masks, seq2seq_layout
 from ..modules import UniLMLMHead, UniLMTransformer
-from .generation import UniLMIncrementalDecoder, UniLMSourceEncoder
+from ..modules.heads import SentenceClassificationHead, SpanHead
+from .generation import UniLMIncrementalDecoder, UniLMSourceEncoder, source_positions
 
 logger = logging.getLogger(__name__)
 
@@ -49,6 +50,10 @@ class UniLMv2Config(FairseqDataclass):
         default=128, metadata={"help": "distance beyond which relative positions share a bucket"}
     )
     layernorm_eps: float = field(default=1e-12, metadata={"help": "LayerNorm epsilon (BERT uses 1e-12)"})
+    pooler_activation_fn: ChoiceEnum(utils.get_available_activation_fns()) = field(
+        default="tanh", metadata={"help": "activation of the [SOS] pooler in classification heads (BERT: tanh)"}
+    )
+    pooler_dropout: float = field(default=0.1, metadata={"help": "dropout in classification heads"})
     seq2seq_method: ChoiceEnum(seq2seq_layout.METHODS) = field(
         default="pseudo_masked",
         metadata={
@@ -78,6 +83,8 @@ class UniLMv2Model(BaseFairseqModel):
             cfg.layernorm_eps,
             weight=self.transformer.embeddings.tokens.weight,
         )
+        self.classification_heads = nn.ModuleDict()
+        self.span_heads = nn.ModuleDict()
         self.apply(init_bert_params)
         self.encoder = UniLMSourceEncoder(dictionary, self.transformer, self.lm_head)
         self.decoder = UniLMIncrementalDecoder(
@@ -94,15 +101,40 @@ class UniLMv2Model(BaseFairseqModel):
     def max_decoder_positions(self):
         return self.cfg.max_positions
 
+    def register_classification_head(self, name: str, num_classes: int, inner_dim: Optional[int] = None, **unused):
+        """Add a sentence-level head on the [SOS] vector (fairseq's ``sentence_prediction`` protocol)."""
+        if name in self.classification_heads:
+            logger.warning("re-registering classification head %r with %d classes", name, num_classes)
+        head = SentenceClassificationHead(
+            self.cfg.encoder_embed_dim,
+            inner_dim or self.cfg.encoder_embed_dim,
+            num_classes,
+            str(self.cfg.pooler_activation_fn),
+            self.cfg.pooler_dropout,
+        )
+        head.apply(init_bert_params)
+        self.classification_heads[name] = head
+
+    def register_span_head(self, name: str):
+        """Add a token-level start/end head (extractive QA)."""
+        if name in self.span_heads:
+            logger.warning("re-registering span head %r", name)
+        head = SpanHead(self.cfg.encoder_embed_dim)
+        head.apply(init_bert_params)
+        self.span_heads[name] = head
+
     def forward(
         self,
-        tokens: Tensor,
-        segments: Tensor,
-        positions: Tensor,
-        attn_mask: Tensor,
+        tokens: Optional[Tensor] = None,
+        segments: Optional[Tensor] = None,
+        positions: Optional[Tensor] = None,
+        attn_mask: Optional[Tensor] = None,
         masked_tokens: Optional[Tensor] = None,
         features_only: bool = False,
         context_len: Optional[int] = None,
+        classification_head_name: Optional[str] = None,
+        span_head_name: Optional[str] = None,
+        src_tokens: Optional[Tensor] = None,
         **unused,
     ):
         """
@@ -113,22 +145,63 @@ class UniLMv2Model(BaseFairseqModel):
                 through the LM head, flattened in row-major order.
             context_len: when the first ``context_len`` columns see only each other
                 (PMLM batches), they run first and the rest reuses their keys and values.
-            unused: generation inputs (``src_tokens``, ``src_lengths``) batches also carry.
+            classification_head_name: return that head's ``(B, num_classes)`` logits.
+            span_head_name: return that head's ``(B, T, 2)`` start/end logits.
+            src_tokens: ``(B, T)`` "[SOS] A [EOS] (B [EOS])", padded; used when ``tokens`` is not
+                given (fairseq's ``sentence_prediction`` batches): bidirectional attention over the
+                real tokens, positions from 0, segment 1 after the first [EOS].
+            unused: generation inputs (``src_lengths``) batches also carry.
         Returns:
-            logits ``(N, V)`` (or ``(B, T, V)``), or features ``(B, T, C)`` with
-            ``features_only``; and an extra dict.
+            logits ``(N, V)`` (or ``(B, T, V)``), features ``(B, T, C)`` with
+            ``features_only``, or a head's logits; and an extra dict.
         """
+        if tokens is None:
+            if src_tokens is None:
+                raise ValueError("forward needs tokens (with segments, positions, attn_mask) or src_tokens")
+            tokens, segments, positions, attn_mask = self.sentence_pair_inputs(src_tokens)
         if context_len is not None and context_len < tokens.size(1):
             features = self.transformer.forward_after_context(
                 tokens, segments, positions, attn_mask, context_len
             )
         else:
             features, _ = self.transformer(tokens, segments, positions, attn_mask)
+        if classification_head_name is not None:
+            return self.classification_heads[classification_head_name](features), {}
+        if span_head_name is not None:
+            return self.span_heads[span_head_name](features), {}
         if features_only:
             return features, {}
         if masked_tokens is not None:
             features = features[masked_tokens]  # N x C
         return self.lm_head(features), {}
+
+    def sentence_pair_inputs(self, src_tokens: Tensor):
+        """Segments, positions and a bidirectional mask for padded "[SOS] A [EOS] (B [EOS])" rows."""
+        padding = src_tokens.eq(self.dictionary.pad())
+        segments = seq2seq_layout.pair_segments(src_tokens, self.dictionary.eos(), self.cfg.num_segments)
+        return src_tokens, segments, source_positions(padding), masks.padded_bidirectional_mask(padding)
+
+    def upgrade_state_dict_named(self, state_dict, name):
+        """Fit task heads between a checkpoint and this model.
+
+        Heads registered here but absent from the checkpoint (fine-tuning from a
+        pre-trained model) keep their fresh initialisation; heads in the
+        checkpoint that this model did not register (another task's) are dropped.
+        Both are logged.
+        """
+        super().upgrade_state_dict_named(state_dict, name)
+        prefix = name + "." if name else ""
+        own = self.state_dict()
+        for attr in ("classification_heads", "span_heads"):
+            head_prefix = f"{prefix}{attr}."
+            for key in [k for k in state_dict if k.startswith(head_prefix)]:
+                if key[len(prefix) :] not in own:
+                    logger.warning("dropping %s: no such head in this model", key)
+                    del state_dict[key]
+            for key, value in own.items():
+                if key.startswith(f"{attr}.") and prefix + key not in state_dict:
+                    logger.info("initialising %s (not in the checkpoint)", key)
+                    state_dict[prefix + key] = value
 
 
 def base_architecture(args):
@@ -147,6 +220,8 @@ def base_architecture(args):
     args.rel_pos_bins = safe_getattr(args, "rel_pos_bins", 32)
     args.max_rel_pos = safe_getattr(args, "max_rel_pos", 128)
     args.layernorm_eps = safe_getattr(args, "layernorm_eps", 1e-12)
+    args.pooler_activation_fn = safe_getattr(args, "pooler_activation_fn", "tanh")
+    args.pooler_dropout = safe_getattr(args, "pooler_dropout", 0.1)
     args.seq2seq_method = safe_getattr(args, "seq2seq_method", "pseudo_masked")
 
 
