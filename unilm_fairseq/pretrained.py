@@ -17,6 +17,17 @@ def tile_rows(table: torch.Tensor, rows: int) -> torch.Tensor:
     return table.repeat(repeats, 1)[:rows].clone()
 
 
+def fit_position_table(table: torch.Tensor, rows: int) -> torch.Tensor:
+    """A checkpoint's ``(R, C)`` position table fitted to ``rows``: tiled when shorter, cut when longer."""
+    if table.size(0) < rows:
+        logger.info("tiling the pre-trained position table from %d to %d rows", table.size(0), rows)
+        return tile_rows(table, rows)
+    if table.size(0) > rows:
+        logger.info("using the first %d of the pre-trained position table's %d rows", rows, table.size(0))
+        return table[:rows]
+    return table
+
+
 def load_pretrained_weights(model, path: str) -> None:
     """Copy every weight of ``path`` into ``model``; clear errors on any mismatch.
 
@@ -31,12 +42,7 @@ def load_pretrained_weights(model, path: str) -> None:
             f"{tuple(own[TOKEN_TABLE].shape)}; binarize with the checkpoint's dict.txt (--srcdict/--tgtdict)"
         )
     if POSITION_TABLE in state:
-        have, need = state[POSITION_TABLE].size(0), own[POSITION_TABLE].size(0)
-        if have < need:
-            logger.info("tiling the pre-trained position table from %d to %d rows", have, need)
-            state[POSITION_TABLE] = tile_rows(state[POSITION_TABLE], need)
-        elif have > need:
-            state[POSITION_TABLE] = state[POSITION_TABLE][:need]
+        state[POSITION_TABLE] = fit_position_table(state[POSITION_TABLE], own[POSITION_TABLE].size(0))
     missing = sorted(set(own) - set(state))
     unexpected = sorted(set(state) - set(own))
     mismatched = [k for k in own if k in state and state[k].shape != own[k].shape]

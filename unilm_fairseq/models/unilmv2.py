@@ -17,6 +17,7 @@ from torch import Tensor, nn
 from .. import masks, seq2seq_layout
 from ..modules import UniLMLMHead, UniLMTransformer
 from ..modules.heads import SentenceClassificationHead, SpanHead
+from ..pretrained import POSITION_TABLE, fit_position_table
 from .generation import UniLMIncrementalDecoder, UniLMSourceEncoder, source_positions
 
 logger = logging.getLogger(__name__)
@@ -51,7 +52,8 @@ class UniLMv2Config(FairseqDataclass):
     )
     layernorm_eps: float = field(default=1e-12, metadata={"help": "LayerNorm epsilon (BERT uses 1e-12)"})
     pooler_activation_fn: ChoiceEnum(utils.get_available_activation_fns()) = field(
-        default="tanh", metadata={"help": "activation of the [SOS] pooler in classification heads (BERT: tanh)"}
+        default="tanh",
+        metadata={"help": "activation of the [SOS] pooler in classification heads (BERT: tanh)"},
     )
     pooler_dropout: float = field(default=0.1, metadata={"help": "dropout in classification heads"})
     seq2seq_method: ChoiceEnum(seq2seq_layout.METHODS) = field(
@@ -101,7 +103,9 @@ class UniLMv2Model(BaseFairseqModel):
     def max_decoder_positions(self):
         return self.cfg.max_positions
 
-    def register_classification_head(self, name: str, num_classes: int, inner_dim: Optional[int] = None, **unused):
+    def register_classification_head(
+        self, name: str, num_classes: int, inner_dim: Optional[int] = None, **unused
+    ):
         """Add a sentence-level head on the [SOS] vector (fairseq's ``sentence_prediction`` protocol)."""
         if name in self.classification_heads:
             logger.warning("re-registering classification head %r with %d classes", name, num_classes)
@@ -182,16 +186,20 @@ class UniLMv2Model(BaseFairseqModel):
         return src_tokens, segments, source_positions(padding), masks.padded_bidirectional_mask(padding)
 
     def upgrade_state_dict_named(self, state_dict, name):
-        """Fit task heads between a checkpoint and this model.
+        """Fit a checkpoint to this model's task heads and position table.
 
         Heads registered here but absent from the checkpoint (fine-tuning from a
         pre-trained model) keep their fresh initialisation; heads in the
         checkpoint that this model did not register (another task's) are dropped.
-        Both are logged.
+        A position table of another length (``--max-positions``) is tiled or cut.
+        All of it is logged.
         """
         super().upgrade_state_dict_named(state_dict, name)
         prefix = name + "." if name else ""
         own = self.state_dict()
+        positions = prefix + POSITION_TABLE
+        if positions in state_dict:
+            state_dict[positions] = fit_position_table(state_dict[positions], own[POSITION_TABLE].size(0))
         for attr in ("classification_heads", "span_heads"):
             head_prefix = f"{prefix}{attr}."
             for key in [k for k in state_dict if k.startswith(head_prefix)]:

@@ -1,0 +1,35 @@
+"""Task ``unilm_sentence_prediction``: fairseq's ``sentence_prediction`` with the plugin's dictionaries.
+
+fairseq's own ``sentence_prediction`` task already works with ``--arch unilmv2_*`` on data binarized with a
+fairseq ``dict.txt``. This task differs in two ways only: dictionaries load with
+:func:`~unilm_fairseq.data.dictionary.load_dictionary_with_mask`, so the one-token-per-line vocabulary of
+an imported BERT-family model keeps its ids; and ``--init-token`` defaults to the dictionary's
+beginning-of-sentence symbol ([CLS] for those vocabularies), so every input reads "[SOS] A [EOS] (B [EOS])".
+"""
+
+import logging
+
+from fairseq.tasks import register_task
+from fairseq.tasks.sentence_prediction import SentencePredictionConfig, SentencePredictionTask
+
+from ..data.dictionary import load_dictionary_with_mask
+
+logger = logging.getLogger(__name__)
+
+
+@register_task("unilm_sentence_prediction", dataclass=SentencePredictionConfig)
+class UniLMSentencePredictionTask(SentencePredictionTask):
+    """Sentence (pair) classification or regression from the [SOS] vector."""
+
+    @classmethod
+    def load_dictionary(cls, filename):
+        return load_dictionary_with_mask(filename)
+
+    @classmethod
+    def setup_task(cls, cfg, **kwargs):
+        task = super().setup_task(cfg, **kwargs)
+        if cfg.init_token is None:
+            cfg.init_token = task.dictionary.bos()
+            logger.info("--init-token unset: starting every input with %s (id %d)",
+                        task.dictionary[cfg.init_token], cfg.init_token)  # fmt: skip
+        return task
