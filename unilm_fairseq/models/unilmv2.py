@@ -16,6 +16,7 @@ from torch import Tensor
 
 from .. import seq2seq_layout
 from ..modules import UniLMLMHead, UniLMTransformer
+from ..modules.nsp_head import NSPHead
 from .generation import UniLMIncrementalDecoder, UniLMSourceEncoder
 
 logger = logging.getLogger(__name__)
@@ -78,6 +79,7 @@ class UniLMv2Model(BaseFairseqModel):
             cfg.layernorm_eps,
             weight=self.transformer.embeddings.tokens.weight,
         )
+        self.nsp_head = None  # built on request (build_nsp_head), so other checkpoints load unchanged
         self.apply(init_bert_params)
         self.encoder = UniLMSourceEncoder(dictionary, self.transformer, self.lm_head)
         self.decoder = UniLMIncrementalDecoder(
@@ -91,6 +93,29 @@ class UniLMv2Model(BaseFairseqModel):
     def max_positions(self):
         return self.cfg.max_positions
 
+    def build_nsp_head(self) -> None:
+        """Add the next-sentence-prediction head (UniLM v1 pre-training) if missing."""
+        if self.nsp_head is None:
+            self.nsp_head = NSPHead(self.cfg.encoder_embed_dim)
+            self.nsp_head.apply(init_bert_params)
+
+    def upgrade_state_dict_named(self, state_dict, name):
+        """Match the checkpoint's NSP head to this model's: drop one this model did not
+        build (fine-tuning, generation), keep the fresh one a checkpoint lacks (UniLM v1
+        pre-training started from another model)."""
+        super().upgrade_state_dict_named(state_dict, name)
+        prefix = f"{name}.nsp_head." if name else "nsp_head."
+        stored = [k for k in state_dict if k.startswith(prefix)]
+        if self.nsp_head is None:
+            for key in stored:
+                del state_dict[key]
+            if stored:
+                logger.info("dropped the checkpoint's NSP head (%d tensors): not used here", len(stored))
+        elif not stored:
+            for key, value in self.nsp_head.state_dict().items():
+                state_dict[prefix + key] = value
+            logger.info("the checkpoint has no NSP head: keeping the newly initialized one")
+
     def max_decoder_positions(self):
         return self.cfg.max_positions
 
@@ -103,6 +128,7 @@ class UniLMv2Model(BaseFairseqModel):
         masked_tokens: Optional[Tensor] = None,
         features_only: bool = False,
         context_len: Optional[int] = None,
+        nsp: bool = False,
         **unused,
     ):
         """
@@ -113,6 +139,8 @@ class UniLMv2Model(BaseFairseqModel):
                 through the LM head, flattened in row-major order.
             context_len: when the first ``context_len`` columns see only each other
                 (PMLM batches), they run first and the rest reuses their keys and values.
+            nsp: also return ``extra["nsp_logits"]`` ``(B, 2)`` from the [SOS]
+                vector (needs :meth:`build_nsp_head`).
             unused: generation inputs (``src_tokens``, ``src_lengths``) batches also carry.
         Returns:
             logits ``(N, V)`` (or ``(B, T, V)``), or features ``(B, T, C)`` with
@@ -124,11 +152,16 @@ class UniLMv2Model(BaseFairseqModel):
             )
         else:
             features, _ = self.transformer(tokens, segments, positions, attn_mask)
+        extra = {}
+        if nsp:
+            if self.nsp_head is None:
+                raise ValueError("nsp=True needs the NSP head: call build_nsp_head() (--task unilm does)")
+            extra["nsp_logits"] = self.nsp_head(features)  # B x 2
         if features_only:
-            return features, {}
+            return features, extra
         if masked_tokens is not None:
             features = features[masked_tokens]  # N x C
-        return self.lm_head(features), {}
+        return self.lm_head(features), extra
 
 
 def base_architecture(args):
@@ -184,3 +217,26 @@ def unilmv2_tiny(args):
     args.rel_pos_bins = safe_getattr(args, "rel_pos_bins", 32)
     args.max_rel_pos = safe_getattr(args, "max_rel_pos", 128)
     base_architecture(args)
+
+
+def unilm_v1_architecture(args):
+    """UniLM v1: no relative position bias, 6 segment ids (LM identifiers, see
+    :mod:`unilm_fairseq.data.unilm_objectives`); fills only unset fields."""
+    args.num_segments = safe_getattr(args, "num_segments", 6)
+    args.rel_pos_bins = safe_getattr(args, "rel_pos_bins", 0)
+    base_architecture(args)
+
+
+@register_model_architecture("unilmv2", "unilm_v1_base")
+def unilm_v1_base(args):
+    unilm_v1_architecture(args)
+
+
+@register_model_architecture("unilmv2", "unilm_v1_large")
+def unilm_v1_large(args):
+    """The paper's model: BERT-large sizes (24 layers, 1024 hidden, 16 heads)."""
+    args.encoder_layers = safe_getattr(args, "encoder_layers", 24)
+    args.encoder_embed_dim = safe_getattr(args, "encoder_embed_dim", 1024)
+    args.encoder_ffn_embed_dim = safe_getattr(args, "encoder_ffn_embed_dim", 4096)
+    args.encoder_attention_heads = safe_getattr(args, "encoder_attention_heads", 16)
+    unilm_v1_architecture(args)
