@@ -13,9 +13,11 @@ import torch
 from unilm_fairseq.criterions.unilm import UniLMCriterion
 from unilm_fairseq.data.unilm_cloze_dataset import UniLMClozeDataset
 from unilm_fairseq.data.unilm_objectives import BIDIRECTIONAL, NO_NSP, NOT_NEXT, OBJECTIVE_NAMES
+from unilm_fairseq.pretrained import SEGMENT_TABLE, load_pretrained_weights
 from unilm_fairseq.tasks.unilm import UniLMConfig, UniLMTask
 
 from .conftest import make_dictionary, run_cli, tiny_config, tiny_model
+from .test_seq2seq_decoding import save_checkpoint
 from .test_unilm_v1_data import PAPER_WEIGHTS, objective_dataset, synthetic_corpus
 
 LONG_SENTENCE = " ".join(f"w{i % 30}" for i in range(80))
@@ -176,3 +178,28 @@ def test_nsp_head_checkpoints_load_both_ways():
     continued.load_state_dict(finetune.state_dict(), strict=True)
     assert all(torch.equal(v, fresh[k]) for k, v in continued.nsp_head.state_dict().items())
     assert torch.equal(continued.lm_head.bias, pretrained.lm_head.bias)
+
+
+def test_pretrained_bert_like_checkpoint_grows_segments_and_keeps_a_fresh_nsp_head(tmp_path):
+    d = make_dictionary()
+    bert = tiny_model(d, seed=1)  # 2 segment ids, no NSP head
+    save_checkpoint(bert.state_dict(), tmp_path / "bert.pt")
+    v1 = tiny_model(d, seed=2, num_segments=6)
+    v1.build_nsp_head()
+    before = {k: v.clone() for k, v in v1.state_dict().items()}
+    load_pretrained_weights(v1, str(tmp_path / "bert.pt"))
+    after = v1.state_dict()
+    assert torch.equal(after[SEGMENT_TABLE][:2], bert.state_dict()[SEGMENT_TABLE])
+    assert torch.equal(after[SEGMENT_TABLE][2:], before[SEGMENT_TABLE][2:])
+    for key, value in after.items():
+        if key.startswith("nsp_head."):
+            assert torch.equal(value, before[key])
+        elif key != SEGMENT_TABLE:
+            assert torch.equal(value, bert.state_dict()[key]), key
+
+    # and a UniLM v1 checkpoint initialises a model without the head (seq2seq fine-tuning)
+    save_checkpoint(v1.state_dict(), tmp_path / "v1.pt")
+    finetune = tiny_model(d, seed=3, num_segments=6)
+    load_pretrained_weights(finetune, str(tmp_path / "v1.pt"))
+    assert finetune.nsp_head is None
+    assert torch.equal(finetune.state_dict()[SEGMENT_TABLE], after[SEGMENT_TABLE])

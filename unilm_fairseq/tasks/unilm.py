@@ -8,7 +8,7 @@ by its segment ids; all four share the cloze loss on masked tokens.
 import logging
 import os
 from dataclasses import dataclass, field
-from typing import List
+from typing import List, Optional
 
 import numpy as np
 from fairseq.data import Dictionary, TokenBlockDataset, data_utils
@@ -24,6 +24,7 @@ from ..data.unilm_objectives import (
     UniLMObjectiveDataset,
     block_document_ranges,
 )
+from ..pretrained import load_pretrained_weights
 from .shared_dictionary import SharedDictionaryTask
 
 logger = logging.getLogger(__name__)
@@ -78,6 +79,14 @@ class UniLMConfig(FairseqDataclass):
     random_token_prob: float = field(
         default=0.1, metadata={"help": "fraction of masked inputs replaced by a random token"}
     )
+    pretrained_checkpoint: Optional[str] = field(
+        default=None,
+        metadata={
+            "help": "initialise from this unilmv2 checkpoint (e.g. BERT converted by "
+            "scripts/convert_hf_checkpoint.py, as the paper starts from BERT-large); a 2-row segment table "
+            "fills segment ids 0-1, ids 2-5 and the NSP head start fresh. Ignored when resuming"
+        },
+    )
     seed: int = II("common.seed")
 
 
@@ -108,6 +117,8 @@ class UniLMTask(SharedDictionaryTask):
             )
         model = super().build_model(cfg, from_checkpoint)
         model.build_nsp_head()
+        if self.cfg.pretrained_checkpoint and not from_checkpoint:
+            load_pretrained_weights(model, self.cfg.pretrained_checkpoint)
         return model
 
     def load_dataset(self, split, epoch=1, combine=False, **kwargs):
