@@ -1,10 +1,12 @@
 #!/usr/bin/env python
-"""Print the AE and PAR losses from a ``fairseq-train`` log (``--log-format simple``).
+"""Print the per-objective losses from a ``fairseq-train`` log (``--log-format simple``).
 
     python scripts/loss_table.py train.log [--require-falling]
 
-With ``--require-falling`` the exit status is 1 unless both losses end lower
-than they started, so a recipe fails loudly when training does not learn.
+Columns: UniLMv2's AE and PAR losses (``--criterion ae_par``) or UniLM v1's four
+cloze losses and NSP (``--criterion unilm``), whichever the log has. With
+``--require-falling`` the exit status is 1 unless every LM objective's loss (NSP aside) ends
+lower than it started, so a recipe fails loudly when training does not learn.
 """
 
 import argparse
@@ -12,7 +14,8 @@ import re
 import sys
 
 FIELD = re.compile(r"(\w+)=([-\d.e]+)")
-COLUMNS = ("num_updates", "loss", "ae_loss", "par_loss", "ppl")
+OBJECTIVE_LOSSES = ("ae_loss", "par_loss", "bidir_loss", "s2s_loss", "l2r_loss", "r2l_loss")
+COLUMNS = ("num_updates", "loss", *OBJECTIVE_LOSSES, "nsp_loss", "nsp_acc", "ppl")
 
 
 def read_train_records(path):
@@ -39,7 +42,7 @@ def main():
     for record in records:
         print(" ".join(f"{record.get(c, float('nan')):>12.3f}" for c in columns))
     verdicts, falling = [], True
-    for name in ("ae_loss", "par_loss"):
+    for name in OBJECTIVE_LOSSES:
         if name in records[0]:
             first, last = records[0][name], records[-1][name]
             falling &= last < first

@@ -9,6 +9,7 @@ logger = logging.getLogger(__name__)
 
 POSITION_TABLE = "transformer.embeddings.positions.weight"
 TOKEN_TABLE = "transformer.embeddings.tokens.weight"
+SEGMENT_TABLE = "transformer.embeddings.segments.weight"
 
 
 def tile_rows(table: torch.Tensor, rows: int) -> torch.Tensor:
@@ -31,11 +32,24 @@ def fit_position_table(table: torch.Tensor, rows: int) -> torch.Tensor:
 def load_pretrained_weights(model, path: str) -> None:
     """Copy every weight of ``path`` into ``model``; clear errors on any mismatch.
 
-    A shorter position table is tiled to the model's length; the vocabulary must
-    match exactly (fine-tune with the pre-training ``dict.txt``).
+    A shorter position table is tiled to the model's length; a shorter segment
+    table fills the first segment ids and the model's other ids keep their fresh
+    initialization (BERT's 2 segments -> UniLM v1's 6 LM identifiers); the
+    vocabulary must match exactly (fine-tune with the pre-training ``dict.txt``).
+    The model's own ``upgrade_state_dict_named`` runs first, so a pre-training
+    NSP head is dropped or kept fresh as the model needs.
     """
     state = checkpoint_utils.load_checkpoint_to_cpu(path)["model"]
     own = model.state_dict()
+    model.upgrade_state_dict_named(state, "")
+    if (
+        SEGMENT_TABLE in state
+        and SEGMENT_TABLE in own
+        and state[SEGMENT_TABLE].size(0) < own[SEGMENT_TABLE].size(0)
+    ):
+        have, need = state[SEGMENT_TABLE].size(0), own[SEGMENT_TABLE].size(0)
+        logger.info("segment ids %d..%d are new: keeping their fresh initialization", have, need - 1)
+        state[SEGMENT_TABLE] = torch.cat([state[SEGMENT_TABLE], own[SEGMENT_TABLE][have:]])
     if TOKEN_TABLE in state and state[TOKEN_TABLE].shape != own[TOKEN_TABLE].shape:
         raise ValueError(
             f"{path}: token embeddings are {tuple(state[TOKEN_TABLE].shape)} but the dictionary gives "

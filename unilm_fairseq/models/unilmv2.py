@@ -22,6 +22,9 @@ from .generation import UniLMIncrementalDecoder, UniLMSourceEncoder, source_posi
 
 logger = logging.getLogger(__name__)
 
+NSP_HEAD = "nsp"  # the classification head UniLM v1 pre-training adds for next-sentence prediction
+NSP_CLASSES = 2  # is next, is not
+
 
 @dataclass
 class UniLMv2Config(FairseqDataclass):
@@ -104,9 +107,17 @@ class UniLMv2Model(BaseFairseqModel):
         return self.cfg.max_positions
 
     def register_classification_head(
-        self, name: str, num_classes: int, inner_dim: Optional[int] = None, **unused
+        self,
+        name: str,
+        num_classes: int,
+        inner_dim: Optional[int] = None,
+        dropout: Optional[float] = None,
+        **unused,
     ):
-        """Add a sentence-level head on the [SOS] vector (fairseq's ``sentence_prediction`` protocol)."""
+        """Add a sentence-level head on the [SOS] vector (fairseq's ``sentence_prediction`` protocol).
+
+        ``dropout`` defaults to ``--pooler-dropout``.
+        """
         if name in self.classification_heads:
             logger.warning("re-registering classification head %r with %d classes", name, num_classes)
         head = SentenceClassificationHead(
@@ -114,10 +125,23 @@ class UniLMv2Model(BaseFairseqModel):
             inner_dim or self.cfg.encoder_embed_dim,
             num_classes,
             str(self.cfg.pooler_activation_fn),
-            self.cfg.pooler_dropout,
+            self.cfg.pooler_dropout if dropout is None else dropout,
         )
         head.apply(init_bert_params)
         self.classification_heads[name] = head
+
+    def build_nsp_head(self) -> None:
+        """Add the next-sentence-prediction head (UniLM v1 pre-training) if missing.
+
+        BERT's NSP head: the tanh pooler on [SOS] and a 2-way classifier, no dropout of its own.
+        Checkpoints without it load into a model with it and the other way round, like any head.
+        """
+        if NSP_HEAD not in self.classification_heads:
+            self.register_classification_head(NSP_HEAD, NSP_CLASSES, dropout=0.0)
+
+    @property
+    def nsp_head(self) -> Optional[nn.Module]:
+        return self.classification_heads[NSP_HEAD] if NSP_HEAD in self.classification_heads else None
 
     def register_span_head(self, name: str):
         """Add a token-level start/end head (extractive QA)."""
@@ -139,6 +163,7 @@ class UniLMv2Model(BaseFairseqModel):
         classification_head_name: Optional[str] = None,
         span_head_name: Optional[str] = None,
         src_tokens: Optional[Tensor] = None,
+        nsp: bool = False,
         **unused,
     ):
         """
@@ -154,6 +179,8 @@ class UniLMv2Model(BaseFairseqModel):
             src_tokens: ``(B, T)`` "[SOS] A [EOS] (B [EOS])", padded; used when ``tokens`` is not
                 given (fairseq's ``sentence_prediction`` batches): bidirectional attention over the
                 real tokens, positions from 0, segment 1 after the first [EOS].
+            nsp: also return ``extra["nsp_logits"]`` ``(B, 2)`` from the [SOS] vector (needs
+                :meth:`build_nsp_head`).
             unused: generation inputs (``src_lengths``) batches also carry.
         Returns:
             logits ``(N, V)`` (or ``(B, T, V)``), features ``(B, T, C)`` with
@@ -173,11 +200,16 @@ class UniLMv2Model(BaseFairseqModel):
             return self.classification_heads[classification_head_name](features), {}
         if span_head_name is not None:
             return self.span_heads[span_head_name](features), {}
+        extra = {}
+        if nsp:
+            if self.nsp_head is None:
+                raise ValueError("nsp=True needs the NSP head: call build_nsp_head() (--task unilm does)")
+            extra["nsp_logits"] = self.nsp_head(features)  # B x 2
         if features_only:
-            return features, {}
+            return features, extra
         if masked_tokens is not None:
             features = features[masked_tokens]  # N x C
-        return self.lm_head(features), {}
+        return self.lm_head(features), extra
 
     def sentence_pair_inputs(self, src_tokens: Tensor):
         """Segments, positions and a bidirectional mask for padded "[SOS] A [EOS] (B [EOS])" rows."""
@@ -267,3 +299,26 @@ def unilmv2_tiny(args):
     args.rel_pos_bins = safe_getattr(args, "rel_pos_bins", 32)
     args.max_rel_pos = safe_getattr(args, "max_rel_pos", 128)
     base_architecture(args)
+
+
+def unilm_v1_architecture(args):
+    """UniLM v1: no relative position bias, 6 segment ids (LM identifiers, see
+    :mod:`unilm_fairseq.data.unilm_objectives`); fills only unset fields."""
+    args.num_segments = safe_getattr(args, "num_segments", 6)
+    args.rel_pos_bins = safe_getattr(args, "rel_pos_bins", 0)
+    base_architecture(args)
+
+
+@register_model_architecture("unilmv2", "unilm_v1_base")
+def unilm_v1_base(args):
+    unilm_v1_architecture(args)
+
+
+@register_model_architecture("unilmv2", "unilm_v1_large")
+def unilm_v1_large(args):
+    """The paper's model: BERT-large sizes (24 layers, 1024 hidden, 16 heads)."""
+    args.encoder_layers = safe_getattr(args, "encoder_layers", 24)
+    args.encoder_embed_dim = safe_getattr(args, "encoder_embed_dim", 1024)
+    args.encoder_ffn_embed_dim = safe_getattr(args, "encoder_ffn_embed_dim", 4096)
+    args.encoder_attention_heads = safe_getattr(args, "encoder_attention_heads", 16)
+    unilm_v1_architecture(args)

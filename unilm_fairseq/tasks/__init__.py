@@ -1,5 +1,6 @@
 """Tasks; fairseq imports this package when loading ``--user-dir unilm_fairseq``."""
 
 from .pmlm import PMLMConfig, PMLMTask  # noqa: F401
+from .unilm import UniLMConfig, UniLMTask  # noqa: F401
 from .unilm_sentence_prediction import UniLMSentencePredictionTask  # noqa: F401
 from .unilm_seq2seq import UniLMSeq2SeqConfig, UniLMSeq2SeqTask  # noqa: F401

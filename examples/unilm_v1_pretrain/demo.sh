@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# Pre-train a tiny UniLM v1 (bidirectional + NSP, seq2seq, left-to-right, right-to-left cloze objectives)
+# on the embedded Austen corpus, on CPU.
+#   bash examples/unilm_v1_pretrain/demo.sh [WORKDIR]
+# Steps: sentencepiece vocabulary -> fairseq-preprocess --only-source -> fairseq-train -> fairseq-validate.
+set -euo pipefail
+REPO=$(cd "$(dirname "$0")/../.." && pwd)
+WORK=${1:-work/unilm_v1_demo}
+DOCS=${DOCS:-60}            # chapters of the embedded corpus to use (269 in all)
+UPDATES=${UPDATES:-300}
+mkdir -p "$WORK"
+cd "$REPO"
+
+echo "== 1/4 sentencepiece vocabulary on the first $DOCS chapters of data/austen.txt.xz"
+python scripts/prepare_corpus.py --out "$WORK/text" --max-docs "$DOCS" --valid-docs 2 --vocab-size 4000
+
+echo "== 2/4 fairseq-preprocess --only-source (empty lines separate chapters: NSP draws from other chapters)"
+rm -rf "$WORK/bin"
+fairseq-preprocess --only-source --trainpref "$WORK/text/train.spm" --validpref "$WORK/text/valid.spm" \
+  --destdir "$WORK/bin" --workers 2 2>&1 | grep -v tensorboard
+
+echo "== 3/4 fairseq-train --task unilm --arch unilmv2_tiny --num-segments 6 --criterion unilm ($UPDATES updates on CPU)"
+rm -rf "$WORK/checkpoints"
+fairseq-train "$WORK/bin" --user-dir unilm_fairseq \
+  --task unilm --arch unilmv2_tiny --num-segments 6 --rel-pos-bins 0 --criterion unilm \
+  --tokens-per-sample 128 --batch-size 32 --objective-weights 2,2,1,1 \
+  --mask-prob 0.15 --span-prob 0.2 --max-span-length 3 --nsp-random-prob 0.5 \
+  --optimizer adam --adam-betas '(0.9, 0.999)' --weight-decay 0.01 --clip-norm 1.0 \
+  --lr 1e-3 --lr-scheduler polynomial_decay --warmup-updates 30 --total-num-update "$UPDATES" \
+  --max-update "$UPDATES" --validate-interval-updates 100 --save-interval-updates 100 \
+  --keep-interval-updates 1 --no-epoch-checkpoints \
+  --log-format simple --log-interval 25 --cpu --num-workers 0 --seed 1 \
+  --save-dir "$WORK/checkpoints" 2>&1 | grep -v tensorboard | tee "$WORK/train.log"
+
+echo "== 4/4 fairseq-validate on the held-out chapters"
+fairseq-validate "$WORK/bin" --user-dir unilm_fairseq --task unilm --criterion unilm \
+  --path "$WORK/checkpoints/checkpoint_last.pt" \
+  --tokens-per-sample 128 --batch-size 32 --cpu --num-workers 0 2>&1 | grep -E "valid on|Error"
+
+echo "== per-objective training losses (base 2, per masked token) and NSP"
+python scripts/loss_table.py "$WORK/train.log" --require-falling

@@ -1,0 +1,96 @@
+"""Criterion ``unilm``: UniLM v1's cloze losses of all four LM objectives plus NSP."""
+
+import math
+from dataclasses import dataclass, field
+
+from fairseq import metrics
+from fairseq.criterions import FairseqCriterion, register_criterion
+from fairseq.dataclass import FairseqDataclass
+
+from ..data.unilm_objectives import NO_NSP, OBJECTIVE_NAMES
+from ..losses import grouped_sums, sentence_losses, token_losses
+
+
+@dataclass
+class UniLMCriterionConfig(FairseqDataclass):
+    label_smoothing: float = field(
+        default=0.0, metadata={"help": "label smoothing epsilon of the cloze loss, 0 disables"}
+    )
+
+
+@register_criterion("unilm", dataclass=UniLMCriterionConfig)
+class UniLMCriterion(FairseqCriterion):
+    """Masked-token cross-entropy of every objective, plus NSP for bidirectional pairs.
+
+    ``sample_size`` is the number of masked tokens. The NSP sum is scaled by
+    masked tokens per NSP example of the batch, so ``loss / sample_size`` is
+    the mean cloze loss plus the mean NSP loss, as in BERT. Logged in base 2:
+    ``{bidir,s2s,l2r,r2l}_loss`` per masked token of that objective,
+    ``nsp_loss`` per NSP example, ``nsp_acc``; ``nsp_skipped`` counts the
+    bidirectional examples without an NSP partner, ``trimmed`` the examples
+    cut to ``--tokens-per-sample``.
+    """
+
+    def __init__(self, task, label_smoothing: float = 0.0):
+        super().__init__(task)
+        self.label_smoothing = label_smoothing
+
+    def forward(self, model, sample, reduce=True):
+        net_input = sample["net_input"]
+        predicted = net_input["masked_tokens"]  # B x T
+        logits, extra = model(**net_input, nsp=True)  # N x V, row-major over `predicted`
+        loss, nll = token_losses(logits, sample["target"][predicted], self.label_smoothing)
+        objective = sample["objective"].unsqueeze(1).expand_as(predicted)[predicted]  # N
+        per_objective = grouped_sums(loss, objective, len(OBJECTIVE_NAMES))
+        counts = grouped_sums(objective.new_ones(objective.shape), objective, len(OBJECTIVE_NAMES))
+
+        has_nsp = sample["nsp_target"].ne(NO_NSP)
+        nsp_loss, nsp_correct = sentence_losses(extra["nsp_logits"][has_nsp], sample["nsp_target"][has_nsp])
+        sample_size = sample["num_masked"]
+        nsp_count = int(has_nsp.sum())
+        nsp_scale = sample_size / nsp_count if nsp_count else 0.0
+        total = loss.sum() + nsp_scale * nsp_loss.sum()
+        logging_output = {
+            "loss": total.data,
+            "nll_loss": nll.sum().data,
+            "nsp_loss": nsp_loss.sum().data,
+            "nsp_correct": int(nsp_correct.sum()),
+            "nsp_examples": nsp_count,
+            "nsp_skipped": sample["nsp_skipped"],
+            "trimmed": sample["trimmed"],
+            "ntokens": sample["ntokens"],
+            "nsentences": sample["nsentences"],
+            "sample_size": sample_size,
+        }
+        for i, name in enumerate(OBJECTIVE_NAMES):
+            logging_output[f"{name}_loss"] = per_objective[i].data
+            logging_output[f"{name}_tokens"] = int(counts[i])
+        return total, sample_size, logging_output
+
+    @staticmethod
+    def reduce_metrics(logging_outputs) -> None:
+        def total(key):
+            return sum(log.get(key, 0) for log in logging_outputs)
+
+        sample_size = total("sample_size")
+        metrics.log_scalar("loss", total("loss") / max(sample_size, 1) / math.log(2), sample_size, round=3)
+        metrics.log_scalar(
+            "nll_loss", total("nll_loss") / max(sample_size, 1) / math.log(2), sample_size, round=3
+        )
+        metrics.log_derived("ppl", lambda meters: 2 ** meters["nll_loss"].avg)
+        for name in OBJECTIVE_NAMES:
+            count = total(f"{name}_tokens")
+            if count:
+                metrics.log_scalar(
+                    f"{name}_loss", total(f"{name}_loss") / count / math.log(2), count, round=3
+                )
+        examples = total("nsp_examples")
+        if examples:
+            metrics.log_scalar("nsp_loss", total("nsp_loss") / examples / math.log(2), examples, round=3)
+            metrics.log_scalar("nsp_acc", total("nsp_correct") / examples, examples, round=3)
+        metrics.log_scalar("nsp_skipped", total("nsp_skipped"), round=1)
+        metrics.log_scalar("trimmed", total("trimmed"), round=1)
+
+    @staticmethod
+    def logging_outputs_can_be_summed() -> bool:
+        return True

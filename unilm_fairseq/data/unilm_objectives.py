@@ -1,0 +1,224 @@
+"""UniLM v1 examples: one LM objective per example, its layout, segment ids and NSP pair.
+
+Layouts (Dong et al. 2019, section 2):
+
+* bidirectional: "[SOS] A [EOS] B [EOS]", B the true continuation of A or, for
+  next-sentence prediction, a segment from another document;
+* seq2seq: the same packing, A the source and its true continuation B the target;
+* left-to-right and right-to-left: one contiguous text "[SOS] T [EOS]".
+
+Segment ids double as LM identifiers, numbered as in the original UniLM v1
+release (a token-type vocabulary of 6): bidirectional A/B = 0/1, left-to-right
+2, right-to-left 3, seq2seq source/target = 4/5.
+"""
+
+import logging
+from functools import lru_cache
+from typing import Dict, List, Optional, Sequence, Tuple
+
+import numpy as np
+import torch
+from fairseq.data import FairseqDataset
+
+from .segment_pair_dataset import SPECIAL_TOKENS_PER_PAIR
+
+logger = logging.getLogger(__name__)
+
+BIDIRECTIONAL, SEQ2SEQ, LEFT_TO_RIGHT, RIGHT_TO_LEFT = range(4)
+OBJECTIVE_NAMES = ("bidir", "s2s", "l2r", "r2l")  # indexed by objective id, used in logs
+SEGMENT_IDS = {BIDIRECTIONAL: (0, 1), LEFT_TO_RIGHT: (2, 2), RIGHT_TO_LEFT: (3, 3), SEQ2SEQ: (4, 5)}
+NUM_SEGMENTS = 1 + max(max(ids) for ids in SEGMENT_IDS.values())
+IS_NEXT, NOT_NEXT, NO_NSP = 0, 1, -1  # NSP labels; NO_NSP: the example trains no NSP
+SINGLE_TEXT_SPECIALS = 2  # "[SOS]" and "[EOS]" around a unidirectional text
+# per-(seed, epoch, index) random streams, so objectives and cloze masks draw independently
+OBJECTIVE_STREAM, CLOZE_STREAM = 0, 1
+
+
+def block_document_ranges(line_sizes: np.ndarray, block_lines: np.ndarray, sep_len: int = 1):
+    """First and last document of each block.
+
+    Args:
+        line_sizes: ``(L,)`` tokens per binarized line; a line of ``sep_len``
+            tokens (the appended eos of an empty line) separates documents.
+        block_lines: ``(B, 2)`` first and last line index of each block.
+    Returns:
+        ``(first, last)``, each ``(B,)`` int, non-decreasing over blocks.
+    """
+    document_of_line = np.cumsum(np.asarray(line_sizes) <= sep_len)
+    return document_of_line[block_lines[:, 0]], document_of_line[block_lines[:, 1]]
+
+
+def other_document_block(
+    rng: np.random.Generator, index: int, first: np.ndarray, last: np.ndarray
+) -> Optional[int]:
+    """A block drawn uniformly among those sharing no document with block ``index``.
+
+    Blocks follow corpus order, so those wholly before ``index``'s first
+    document form a prefix and those wholly after its last one a suffix.
+    Returns None when there is none (a one-document corpus).
+    """
+    before = int(np.searchsorted(last, first[index], side="left"))
+    after = int(np.searchsorted(first, last[index], side="right"))
+    candidates = before + len(first) - after
+    if candidates == 0:
+        return None
+    draw = int(rng.integers(candidates))
+    return draw if draw < before else after + draw - before
+
+
+def trim_pair(len_a: int, len_b: int, budget: int) -> Tuple[int, int]:
+    """Lengths kept of two segments so that they fit ``budget`` tokens.
+
+    The longer one is cut first; when both exceed half the budget each keeps
+    (about) half, A the larger half.
+    """
+    if len_a + len_b <= budget:
+        return len_a, len_b
+    short = min(len_a, len_b, budget // 2)
+    return (budget - short, short) if len_a >= len_b else (short, budget - short)
+
+
+def split_sentences(block: np.ndarray, eos: int) -> List[np.ndarray]:
+    """Sentences of a block, their eos removed, empty ones dropped."""
+    pieces = np.split(block, np.flatnonzero(block == eos) + 1)
+    return [p[p != eos] for p in pieces if (p != eos).any()]
+
+
+class UniLMObjectiveDataset(FairseqDataset):
+    """Pick an objective per example and lay it out, seeded per (seed, epoch, index).
+
+    Pairs are cut at a sentence boundary drawn uniformly; a block of one
+    sentence is cut inside the sentence (the continuation is still the true
+    next text). A bidirectional example trains NSP (label ``IS_NEXT`` or, with
+    probability ``nsp_random_prob``, ``NOT_NEXT`` with B replaced by text of
+    another document, cut to the true B's length) unless the block has no B
+    (one token) or the corpus no other document: then its label is ``NO_NSP``
+    and ``nsp_skipped`` is set. Items longer than ``max_length`` are trimmed
+    (:func:`trim_pair`) and flagged ``trimmed``.
+
+    Item: ``tokens``, ``segments`` ``(N,)`` long; ``objective``, ``source_len``
+    (the seq2seq source "[SOS] A [EOS]"; ``N`` for other objectives),
+    ``nsp_label`` ints; ``nsp_skipped``, ``trimmed`` bools.
+    """
+
+    def __init__(
+        self,
+        blocks,
+        document_ranges: Tuple[np.ndarray, np.ndarray],
+        dictionary,
+        max_length: int,
+        seed: int,
+        objective_weights: Sequence[float],
+        nsp_random_prob: float = 0.5,
+    ):
+        super().__init__()
+        weights = np.asarray(objective_weights, dtype=np.float64)
+        if weights.shape != (len(OBJECTIVE_NAMES),) or (weights < 0).any() or weights.sum() <= 0:
+            raise ValueError(
+                f"objective weights must be {len(OBJECTIVE_NAMES)} non-negative numbers "
+                f"({', '.join(OBJECTIVE_NAMES)}) with a positive sum, got {list(objective_weights)}"
+            )
+        if not 0.0 <= nsp_random_prob <= 1.0:
+            raise ValueError(f"nsp_random_prob must be in [0, 1], got {nsp_random_prob}")
+        if max_length <= SPECIAL_TOKENS_PER_PAIR:
+            raise ValueError(f"max_length {max_length} leaves no room for text")
+        self.dataset = blocks
+        self.first_doc, self.last_doc = document_ranges
+        self.bos, self.eos = dictionary.bos(), dictionary.eos()
+        self.max_length = max_length
+        self.seed = seed
+        self.epoch = 0
+        self.probs = weights / weights.sum()
+        self.nsp_random_prob = nsp_random_prob
+        # every layout adds at most the pair's specials to the block's tokens
+        self._sizes = np.minimum(np.asarray(blocks.sizes) + SPECIAL_TOKENS_PER_PAIR, max_length)
+
+    def __len__(self):
+        return len(self.dataset)
+
+    @property
+    def sizes(self):
+        return self._sizes
+
+    def size(self, index):
+        return int(self._sizes[index])
+
+    def num_tokens(self, index):
+        return int(self._sizes[index])
+
+    @property
+    def can_reuse_epoch_itr_across_epochs(self):
+        return True  # sizes are upper bounds that do not depend on the epoch
+
+    def set_epoch(self, epoch, **unused):
+        self.epoch = epoch
+
+    def __getitem__(self, index):
+        return self._build(self.seed, self.epoch, index)
+
+    @lru_cache(maxsize=8)
+    def _build(self, seed: int, epoch: int, index: int) -> Dict:
+        rng = np.random.default_rng((seed, epoch, index, OBJECTIVE_STREAM))
+        objective = int(rng.choice(len(self.probs), p=self.probs))
+        sentences = split_sentences(self.dataset[index].numpy(), self.eos)
+        if objective in (LEFT_TO_RIGHT, RIGHT_TO_LEFT):
+            text = np.concatenate(sentences) if sentences else np.zeros(0, dtype=np.int64)
+            budget = self.max_length - SINGLE_TEXT_SPECIALS
+            tokens = np.concatenate([[self.bos], text[:budget], [self.eos]])
+            segments = np.full(len(tokens), SEGMENT_IDS[objective][0])
+            item = dict(tokens=tokens, segments=segments, source_len=len(tokens), nsp_label=NO_NSP)
+            item.update(nsp_skipped=False, trimmed=len(text) > budget)
+        else:
+            item = self._pair(objective, sentences, index, rng)
+        item["objective"] = objective
+        item["tokens"] = torch.from_numpy(np.asarray(item["tokens"], dtype=np.int64))
+        item["segments"] = torch.from_numpy(np.asarray(item["segments"], dtype=np.int64))
+        return item
+
+    def _pair(self, objective: int, sentences: List[np.ndarray], index: int, rng) -> Dict:
+        first, second = self._cut(sentences, rng)
+        label, skipped = NO_NSP, False
+        if objective == BIDIRECTIONAL:
+            partner = other_document_block(rng, index, self.first_doc, self.last_doc)
+            if len(second) == 0 or partner is None:
+                skipped = True
+            elif rng.random() < self.nsp_random_prob:
+                others = split_sentences(self.dataset[partner].numpy(), self.eos)
+                if others:  # an all-eos block (--sample-break-mode none) has no text to lend
+                    start = int(rng.integers(len(others)))
+                    label, second = NOT_NEXT, np.concatenate(others[start:])[: len(second)]
+                else:
+                    skipped = True
+            else:
+                label = IS_NEXT
+        budget = self.max_length - SPECIAL_TOKENS_PER_PAIR + (len(second) == 0)
+        len_a, len_b = trim_pair(len(first), len(second), budget)
+        trimmed = (len_a, len_b) != (len(first), len(second))
+        first, second = first[:len_a], second[:len_b]
+        seg_a, seg_b = SEGMENT_IDS[objective]
+        pieces = [[self.bos], first, [self.eos]]
+        if len(second):
+            pieces += [second, [self.eos]]
+        tokens = np.concatenate([np.asarray(p, dtype=np.int64) for p in pieces])
+        source_len = len(first) + 2
+        segments = np.where(np.arange(len(tokens)) < source_len, seg_a, seg_b)
+        return dict(
+            tokens=tokens,
+            segments=segments,
+            source_len=source_len if objective == SEQ2SEQ else len(tokens),
+            nsp_label=label,
+            nsp_skipped=skipped,
+            trimmed=trimmed,
+        )
+
+    @staticmethod
+    def _cut(sentences: List[np.ndarray], rng) -> Tuple[np.ndarray, np.ndarray]:
+        """A at a sentence boundary drawn uniformly; inside the one sentence if there is one."""
+        if len(sentences) > 1:
+            cut = int(rng.integers(1, len(sentences)))
+            return np.concatenate(sentences[:cut]), np.concatenate(sentences[cut:])
+        text = sentences[0] if sentences else np.zeros(0, dtype=np.int64)
+        if len(text) < 2:
+            return text, text[:0]
+        cut = int(rng.integers(1, len(text)))
+        return text[:cut], text[cut:]

@@ -1,0 +1,194 @@
+"""Task ``unilm``: UniLM v1 pre-training (Dong et al. 2019) on monolingual data.
+
+Every example gets one LM objective (bidirectional with NSP, seq2seq,
+left-to-right, right-to-left), selected by its self-attention mask and named
+by its segment ids; all four share the cloze loss on masked tokens.
+"""
+
+import logging
+import os
+from dataclasses import dataclass, field
+from typing import List, Optional
+
+import numpy as np
+from fairseq.data import Dictionary, TokenBlockDataset, data_utils
+from fairseq.dataclass import ChoiceEnum, FairseqDataclass
+from fairseq.tasks import register_task
+from omegaconf import II, MISSING
+
+from ..data.segment_pair_dataset import SPECIAL_TOKENS_PER_PAIR
+from ..data.unilm_cloze_dataset import UniLMClozeDataset
+from ..data.unilm_objectives import (
+    NUM_SEGMENTS,
+    OBJECTIVE_NAMES,
+    UniLMObjectiveDataset,
+    block_document_ranges,
+)
+from ..pretrained import load_pretrained_weights
+from .shared_dictionary import SharedDictionaryTask
+
+logger = logging.getLogger(__name__)
+DOCUMENT_SEP_LEN = 1  # an empty line binarizes to its eos alone
+
+
+@dataclass
+class UniLMConfig(FairseqDataclass):
+    data: str = field(
+        default=MISSING,
+        metadata={
+            "help": "colon-separated data directories from fairseq-preprocess --only-source (empty lines "
+            "separate documents); one is used per epoch, round-robin"
+        },
+    )
+    sample_break_mode: ChoiceEnum(["none", "complete", "complete_doc"]) = field(
+        default="complete_doc",
+        metadata={
+            "help": "how blocks are cut: 'none' fills blocks regardless of sentences, 'complete' keeps "
+            "whole sentences, 'complete_doc' also stops at documents (empty lines)"
+        },
+    )
+    tokens_per_sample: int = field(
+        default=512, metadata={"help": "longest example, [SOS] and [EOS] tokens included"}
+    )
+    objective_weights: List[float] = field(
+        default_factory=lambda: [2.0, 2.0, 1.0, 1.0],
+        metadata={
+            "help": "relative frequency of the objectives bidirectional, seq2seq, left-to-right, "
+            "right-to-left (normalized; the paper: 1/3, 1/3, 1/6, 1/6), e.g. 2,2,1,1"
+        },
+    )
+    nsp_random_prob: float = field(
+        default=0.5,
+        metadata={
+            "help": "probability that a bidirectional pair's second segment comes from another document"
+        },
+    )
+    mask_prob: float = field(default=0.15, metadata={"help": "fraction of tokens masked"})
+    span_prob: float = field(
+        default=0.2, metadata={"help": "probability that a masking pick is an n-gram instead of one token"}
+    )
+    max_span_length: int = field(
+        default=3, metadata={"help": "longest masked n-gram (lengths uniform in [2, this])"}
+    )
+    max_predictions: int = field(
+        default=0, metadata={"help": "cap on masked tokens per example (BERT's max_pred); 0: no cap"}
+    )
+    leave_unmasked_prob: float = field(
+        default=0.1, metadata={"help": "fraction of masked inputs left unchanged"}
+    )
+    random_token_prob: float = field(
+        default=0.1, metadata={"help": "fraction of masked inputs replaced by a random token"}
+    )
+    pretrained_checkpoint: Optional[str] = field(
+        default=None,
+        metadata={
+            "help": "initialise from this unilmv2 checkpoint (e.g. BERT converted by "
+            "scripts/convert_hf_checkpoint.py, as the paper starts from BERT-large); a 2-row segment table "
+            "fills segment ids 0-1, ids 2-5 and the NSP head start fresh. Ignored when resuming"
+        },
+    )
+    seed: int = II("common.seed")
+
+
+@register_task("unilm", dataclass=UniLMConfig)
+class UniLMTask(SharedDictionaryTask):
+    """Pre-train with the bidirectional, seq2seq, left-to-right and right-to-left cloze objectives."""
+
+    cfg: UniLMConfig
+
+    def __init__(self, cfg: UniLMConfig, dictionary: Dictionary):
+        super().__init__(cfg, dictionary)
+        self.mask_idx = dictionary.index("<mask>")
+
+    @classmethod
+    def setup_task(cls, cfg: UniLMConfig, **kwargs):
+        paths = cls.data_paths(cfg.data)
+        dictionary = cls.load_dictionary(os.path.join(paths[0], "dict.txt"))
+        logger.info("dictionary: %d types", len(dictionary))
+        return cls(cfg, dictionary)
+
+    def build_model(self, cfg, from_checkpoint=False):
+        segments = getattr(cfg, "num_segments", None)
+        if segments is not None and segments < NUM_SEGMENTS:
+            raise ValueError(
+                f"--task unilm needs --num-segments >= {NUM_SEGMENTS} (segment ids name the LM objective: "
+                f"bidirectional 0/1, left-to-right 2, right-to-left 3, seq2seq 4/5), got {segments}; "
+                f"pass --num-segments {NUM_SEGMENTS} or use --arch unilm_v1_base/unilm_v1_large"
+            )
+        model = super().build_model(cfg, from_checkpoint)
+        model.build_nsp_head()
+        if self.cfg.pretrained_checkpoint and not from_checkpoint:
+            load_pretrained_weights(model, self.cfg.pretrained_checkpoint)
+        return model
+
+    def load_dataset(self, split, epoch=1, combine=False, **kwargs):
+        paths = self.data_paths(self.cfg.data)
+        split_path = os.path.join(paths[(epoch - 1) % len(paths)], split)
+        lines = data_utils.load_indexed_dataset(split_path, self.dictionary, combine=combine)
+        if lines is None:
+            raise FileNotFoundError(f"dataset not found: {split} ({split_path})")
+        block_size = self.cfg.tokens_per_sample - SPECIAL_TOKENS_PER_PAIR
+        if block_size < 1:
+            raise ValueError(f"--tokens-per-sample {self.cfg.tokens_per_sample} leaves no room for text")
+        sizes = np.asarray(lines.sizes)
+        blocks = TokenBlockDataset(
+            lines,
+            sizes,
+            block_size,
+            pad=self.dictionary.pad(),
+            eos=self.dictionary.eos(),
+            break_mode=self.cfg.sample_break_mode,
+            document_sep_len=DOCUMENT_SEP_LEN,
+        )
+        block_lines = np.asarray(blocks.block_to_dataset_index)[:, [0, 2]]
+        first_doc, last_doc = block_document_ranges(sizes, block_lines, DOCUMENT_SEP_LEN)
+        objectives = UniLMObjectiveDataset(
+            blocks,
+            (first_doc, last_doc),
+            self.dictionary,
+            self.cfg.tokens_per_sample,
+            self.cfg.seed,
+            list(self.cfg.objective_weights),
+            nsp_random_prob=self.cfg.nsp_random_prob,
+        )
+        self._log_corpus(split, sizes, blocks, block_size, (first_doc, last_doc), objectives.probs)
+        self.datasets[split] = UniLMClozeDataset(
+            objectives,
+            self.dictionary,
+            self.mask_idx,
+            seed=self.cfg.seed,
+            mask_prob=self.cfg.mask_prob,
+            span_prob=self.cfg.span_prob,
+            max_span=self.cfg.max_span_length,
+            max_predictions=self.cfg.max_predictions,
+            leave_unmasked_prob=self.cfg.leave_unmasked_prob,
+            random_token_prob=self.cfg.random_token_prob,
+        )
+        return self.datasets[split]
+
+    @staticmethod
+    def _log_corpus(split, sizes, blocks, block_size, document_ranges, probs) -> None:
+        empty = sizes <= DOCUMENT_SEP_LEN
+        documents = np.unique(np.concatenate(document_ranges))
+        mix = ", ".join(f"{name} {p:.3f}" for name, p in zip(OBJECTIVE_NAMES, probs))
+        logger.info(
+            "%s: %d lines, %d empty (document breaks) -> %d blocks of at most %d tokens from %d documents, "
+            "%d holding a sentence over the limit (trimmed to --tokens-per-sample); objectives: %s",
+            split,
+            len(sizes),
+            int(empty.sum()),
+            len(blocks),
+            block_size,
+            len(documents),
+            int((np.asarray(blocks.sizes) > block_size).sum()),
+            mix,
+        )
+        if len(documents) < 2:
+            logger.warning(
+                "%s: one document only: no NSP pair can take its second segment from another document, "
+                "so bidirectional examples train no NSP (counted as nsp_skipped)",
+                split,
+            )
+
+    def max_positions(self):
+        return self.cfg.tokens_per_sample
