@@ -1,4 +1,5 @@
 """Tasks; fairseq imports this package when loading ``--user-dir unilm_fairseq``."""
 
+from .palm_pretrain import PALMPretrainConfig, PALMPretrainTask  # noqa: F401
 from .pmlm import PMLMConfig, PMLMTask  # noqa: F401
 from .unilm_seq2seq import UniLMSeq2SeqConfig, UniLMSeq2SeqTask  # noqa: F401
