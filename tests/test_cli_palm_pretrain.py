@@ -11,7 +11,7 @@ import re
 
 import pytest
 import torch
-from fairseq import tasks
+from fairseq import checkpoint_utils, tasks
 
 from unilm_fairseq.stage_init import load_encoder_from_checkpoint
 
@@ -46,8 +46,9 @@ def stages(tmp_path_factory):
              "--workers", "1"])  # fmt: skip
     one = run_cli(["fairseq-train", str(work / "bin"), *TRAIN_COMMON, "--stage", "1",
                    "--save-dir", str(work / "stage1")])  # fmt: skip
+    stage1 = str(work / "stage1" / "checkpoint_last.pt")
     two = run_cli(["fairseq-train", str(work / "bin"), *TRAIN_COMMON, "--stage", "2",
-                   "--label-smoothing", "0.1", "--stage1-checkpoint", str(work / "stage1" / "checkpoint_last.pt"),
+                   "--label-smoothing", "0.1", "--stage1-checkpoint", stage1,
                    "--save-dir", str(work / "stage2")])  # fmt: skip
     return work, one.stdout + one.stderr, two.stdout + two.stderr
 
@@ -90,7 +91,7 @@ def test_stage2_model_keeps_the_stage1_encoder(stages):
     assert set(stage1["model"]) == set(stage2["model"])  # one parameter set in both stages
 
     # what stage 2 started from: build its model the way fairseq-train does, loading the stage-1 encoder
-    cfg = stage2["cfg"]
+    cfg = checkpoint_utils.load_checkpoint_to_cpu(str(work / "stage2" / "checkpoint_last.pt"))["cfg"]
     task = tasks.setup_task(cfg.task)
     model = task.build_model(cfg.model)
     state = model.state_dict()

@@ -47,11 +47,12 @@ def load_encoder_from_checkpoint(model, path: str) -> Dict[str, List[str]]:
             f"{path} does not fit this model's encoder: missing {missing[:5]}, unexpected {unexpected[:5]}, "
             f"shape mismatches {mismatched[:5]} (same --arch and dict.txt as stage 1?)"
         )
-    model.load_state_dict(copied, strict=False)
-    copied_storage = {own[k].data_ptr() for k in copied}
+    names = sorted(copied)
+    model.load_state_dict(dict(copied), strict=False)  # fairseq's upgrade step adds keys to what it is given
+    copied_storage = {own[k].data_ptr() for k in names}
     decoder = [k for k in own if k.startswith(DECODER_PREFIX)]
     origin = {
-        "checkpoint": sorted(copied),
+        "checkpoint": names,
         "tied": sorted(k for k in decoder if own[k].data_ptr() in copied_storage),
         "fresh": sorted(k for k in decoder if own[k].data_ptr() not in copied_storage),
     }
