@@ -65,12 +65,12 @@ def test_bad_options_are_clear_errors(messy_bin):
         load(messy_bin, stage=1, stage1_checkpoint="x.pt")
 
 
-@pytest.mark.parametrize("stage", [1, 2])
-def test_messy_batch_gives_finite_losses(messy_bin, stage):
+@pytest.mark.parametrize("stage, mlm_weight", [(1, 1.0), (2, 0.5), (2, 0.0)])
+def test_messy_batch_gives_finite_losses(messy_bin, stage, mlm_weight):
     from fairseq import options
     from fairseq.dataclass.utils import convert_namespace_to_omegaconf
 
-    task, dataset = load(messy_bin, stage=stage)
+    task, dataset = load(messy_bin, stage=stage, mlm_weight=mlm_weight)
     parser = options.get_training_parser()
     args = options.parse_args_and_arch(
         parser, [str(messy_bin), "--task", "palm_pretrain", "--arch", "palm_tiny", "--dropout", "0"]
@@ -86,6 +86,12 @@ def test_messy_batch_gives_finite_losses(messy_bin, stage):
         assert sample_size == batch["num_masked"] == log["mlm_tokens"]
         assert all(p.grad is None for n, p in model.named_parameters() if n.startswith("decoder.layers"))
     else:
-        assert sample_size == batch["ntokens"]
-        assert {"lm_loss", "nll_loss", "mlm_loss"} <= set(log)
+        assert sample_size == batch["ntokens"] == log["lm_tokens"]
+        assert {"lm_loss", "nll_loss"} <= set(log)
+        if mlm_weight:
+            per_token = log["lm_loss"] / sample_size + mlm_weight * log["mlm_loss"] / log["mlm_tokens"]
+            assert loss.item() / sample_size == pytest.approx(per_token.item(), rel=1e-5)
+        else:  # the decoder alone, on unmasked contexts
+            assert "mlm_loss" not in log and batch["num_masked"] == 0
+            assert loss.item() == pytest.approx(log["lm_loss"].item())
         assert all(p.grad is not None for n, p in model.named_parameters() if n.startswith("decoder.layers"))
