@@ -1,9 +1,10 @@
 #!/usr/bin/env python
-"""Print the AE and PAR losses from a ``fairseq-train`` log (``--log-format simple``).
+"""Print the pre-training losses from a ``fairseq-train`` log (``--log-format simple``).
 
     python scripts/loss_table.py train.log [--require-falling]
 
-With ``--require-falling`` the exit status is 1 unless both losses end lower
+UniLMv2 logs ``ae_loss``/``par_loss``, PALM ``mlm_loss`` and (stage 2) ``lm_loss``.
+With ``--require-falling`` the exit status is 1 unless every one of them ends lower
 than they started, so a recipe fails loudly when training does not learn.
 """
 
@@ -12,7 +13,8 @@ import re
 import sys
 
 FIELD = re.compile(r"(\w+)=([-\d.e]+)")
-COLUMNS = ("num_updates", "loss", "ae_loss", "par_loss", "ppl")
+LOSSES = ("ae_loss", "par_loss", "mlm_loss", "lm_loss")
+COLUMNS = ("num_updates", "loss", *LOSSES, "nll_loss", "ppl")
 
 
 def read_train_records(path):
@@ -39,7 +41,7 @@ def main():
     for record in records:
         print(" ".join(f"{record.get(c, float('nan')):>12.3f}" for c in columns))
     verdicts, falling = [], True
-    for name in ("ae_loss", "par_loss"):
+    for name in LOSSES:
         if name in records[0]:
             first, last = records[0][name], records[-1][name]
             falling &= last < first
