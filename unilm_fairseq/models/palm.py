@@ -22,6 +22,7 @@ from torch import Tensor
 
 from ..modules import UniLMLMHead
 from ..modules.pointer_generator import PointerGenerator
+from ..palm_hub_interface import PALMHubInterface
 
 logger = logging.getLogger(__name__)
 
@@ -144,6 +145,13 @@ class PALMModel(TransformerModel):
                 LAYERNORM_EPS,
                 weight=encoder.embed_tokens.weight,
             )
+
+    @classmethod
+    def from_pretrained(
+        cls, model_dir, checkpoint_file="checkpoint_best.pt", data_name_or_path=".", **kwargs
+    ):
+        """Load a fine-tuned checkpoint for generation from text: a :class:`PALMHubInterface`."""
+        return PALMHubInterface.from_pretrained(model_dir, checkpoint_file, data_name_or_path, **kwargs)
 
     @classmethod
     def add_args(cls, parser):
