@@ -44,7 +44,7 @@ fairseq-train "$WORK/bin" "${COMMON[@]}" --stage 2 --mlm-weight 1.0 --label-smoo
 echo "== 5/5 fairseq-validate the stage-2 model on the held-out chapters"
 fairseq-validate "$WORK/bin" --user-dir unilm_fairseq --task palm_pretrain --stage 2 \
   --path "$WORK/stage2/checkpoint_last.pt" --max-fragment-tokens "$FRAGMENT" --batch-size 16 \
-  --cpu --num-workers 0 2>&1 | grep -E "valid on|Error"
+  --required-batch-size-multiple 1 --cpu --num-workers 0 2>&1 | grep -E "valid on|Error"
 
 echo "== losses (base 2, per predicted token)"
 echo "-- stage 1"
