@@ -1,12 +1,12 @@
 #!/usr/bin/env python
-"""Print the per-objective losses from a ``fairseq-train`` log (``--log-format simple``).
+"""Print the pre-training losses from a ``fairseq-train`` log (``--log-format simple``).
 
     python scripts/loss_table.py train.log [--require-falling]
 
-Columns: UniLMv2's AE and PAR losses (``--criterion ae_par``) or UniLM v1's four
-cloze losses and NSP (``--criterion unilm``), whichever the log has. With
-``--require-falling`` the exit status is 1 unless every LM objective's loss (NSP aside) ends
-lower than it started, so a recipe fails loudly when training does not learn.
+Columns: whichever the log has of UniLMv2's AE and PAR losses (``--criterion ae_par``), UniLM v1's
+four cloze losses and NSP (``--criterion unilm``), PALM's ``mlm_loss`` and (stage 2) ``lm_loss``
+(``--criterion palm``). With ``--require-falling`` the exit status is 1 unless every LM objective's
+loss (NSP aside) ends lower than it started, so a recipe fails loudly when training does not learn.
 """
 
 import argparse
@@ -14,8 +14,17 @@ import re
 import sys
 
 FIELD = re.compile(r"(\w+)=([-\d.e]+)")
-OBJECTIVE_LOSSES = ("ae_loss", "par_loss", "bidir_loss", "s2s_loss", "l2r_loss", "r2l_loss")
-COLUMNS = ("num_updates", "loss", *OBJECTIVE_LOSSES, "nsp_loss", "nsp_acc", "ppl")
+OBJECTIVE_LOSSES = (
+    "ae_loss",
+    "par_loss",
+    "bidir_loss",
+    "s2s_loss",
+    "l2r_loss",
+    "r2l_loss",
+    "mlm_loss",
+    "lm_loss",
+)
+COLUMNS = ("num_updates", "loss", *OBJECTIVE_LOSSES, "nsp_loss", "nsp_acc", "nll_loss", "ppl")
 
 
 def read_train_records(path):

@@ -14,7 +14,8 @@ allow_fairseq_checkpoints()
 
 from . import criterions, encoders, models, scoring, tasks  # noqa: E402,F401  (registration)
 from .hub_interface import UniLMModel  # noqa: E402  (the Python API)
+from .palm_hub_interface import PALMHubInterface  # noqa: E402  (the Python API of palm)
 
-__all__ = ["UniLMModel"]
+__all__ = ["PALMHubInterface", "UniLMModel"]
 
 __version__ = "0.1.0"

@@ -36,3 +36,35 @@ def sentence_losses(logits: Tensor, target: Tensor) -> Tuple[Tensor, Tensor]:
     """
     loss = torch.nn.functional.cross_entropy(logits.float(), target, reduction="none")
     return loss, logits.argmax(-1).eq(target)
+
+
+def sequence_token_losses(
+    lprobs: Tensor, target: Tensor, pad: int, label_smoothing: float = 0.0
+) -> Tuple[Tensor, Tensor]:
+    """Per-token (smoothed) NLL of the non-pad targets under given log-probabilities, in nats.
+
+    Args:
+        lprobs: ``(B, T, V)`` log-probabilities (e.g. a pointer-generator mixture);
+        target: ``(B, T)``, ``pad`` where nothing is predicted.
+    Returns:
+        ``(loss, nll_loss)``, each ``(N,)`` over the non-pad targets in row-major order.
+    """
+    keep = target.ne(pad)
+    lprobs = lprobs.float()[keep]  # N x V
+    loss, nll = label_smoothed_nll_loss(lprobs, target[keep], label_smoothing, reduce=False)
+    return loss.view(-1), nll.view(-1)
+
+
+def weighted_joint_loss(
+    lm_sum: Tensor, lm_tokens: int, mlm_sum: Tensor, mlm_tokens: int, mlm_weight: float
+) -> Tensor:
+    """PALM's stage-2 loss as a sum over the ``lm_tokens`` continuation tokens.
+
+    ``lm_sum / lm_tokens + mlm_weight * mlm_sum / mlm_tokens`` is the objective
+    (both losses per token); scaling it by ``lm_tokens`` lets fairseq divide by
+    the number of continuation tokens as for any decoder loss. With no masked
+    token the MLM term is zero.
+    """
+    if mlm_tokens == 0 or mlm_weight == 0:
+        return lm_sum
+    return lm_sum + mlm_weight * mlm_sum * (lm_tokens / mlm_tokens)

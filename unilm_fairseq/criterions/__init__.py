@@ -1,3 +1,4 @@
 from .ae_par import AEPARCriterion  # noqa: F401
+from .palm import PALMCriterion  # noqa: F401
 from .unilm import UniLMCriterion  # noqa: F401
 from .unilm_seq2seq import UniLMSeq2SeqCriterion  # noqa: F401

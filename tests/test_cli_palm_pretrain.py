@@ -1,0 +1,124 @@
+"""PALM's two pre-training stages through the command line, on a small sample of the embedded corpus.
+
+prepare_corpus (sentencepiece) -> fairseq-preprocess --only-source -> fairseq-train --stage 1
+-> fairseq-train --stage 2 --stage1-checkpoint (and --restore-file); the encoder carried over is checked
+by loading both checkpoints.
+"""
+
+import math
+import os
+import re
+
+import pytest
+import torch
+from fairseq import checkpoint_utils, tasks
+
+from unilm_fairseq.stage_init import load_encoder_from_checkpoint
+
+from .conftest import REPO, run_cli
+
+pytestmark = pytest.mark.slow
+
+TRAIN_COMMON = [
+    "--user-dir", "unilm_fairseq", "--task", "palm_pretrain", "--arch", "palm_tiny", "--criterion", "palm",
+    "--max-fragment-tokens", "96", "--batch-size", "8", "--optimizer", "adam", "--lr", "1e-3",
+    "--log-format", "simple", "--log-interval", "1", "--num-workers", "0", "--seed", "3", "--cpu",
+    "--no-epoch-checkpoints", "--max-update", "4",
+]  # fmt: skip
+
+
+def train_records(log):
+    return [
+        {k: float(v) for k, v in re.findall(r"(\w+)=([-\d.e]+|inf|nan)", line)}
+        for line in log.splitlines()
+        if "| train_inner |" in line
+    ]
+
+
+@pytest.fixture(scope="module")
+def stages(tmp_path_factory):
+    """Stage 1, then stage 2 from its checkpoint; returns the work dir and both logs."""
+    work = tmp_path_factory.mktemp("palm_pretrain")
+    run_cli(["python", os.path.join(REPO, "scripts", "prepare_corpus.py"), "--out", str(work / "text"),
+             "--max-docs", "4", "--valid-docs", "1", "--vocab-size", "800"])  # fmt: skip
+    run_cli(["fairseq-preprocess", "--only-source", "--trainpref", str(work / "text" / "train.spm"),
+             "--validpref", str(work / "text" / "valid.spm"), "--destdir", str(work / "bin"),
+             "--workers", "1"])  # fmt: skip
+    one = run_cli(["fairseq-train", str(work / "bin"), *TRAIN_COMMON, "--stage", "1",
+                   "--save-dir", str(work / "stage1")])  # fmt: skip
+    stage1 = str(work / "stage1" / "checkpoint_last.pt")
+    two = run_cli(["fairseq-train", str(work / "bin"), *TRAIN_COMMON, "--stage", "2",
+                   "--label-smoothing", "0.1", "--stage1-checkpoint", stage1,
+                   "--save-dir", str(work / "stage2")])  # fmt: skip
+    return work, one.stdout + one.stderr, two.stdout + two.stderr
+
+
+def test_stage1_trains_the_encoder_mlm(stages):
+    work, log, _ = stages
+    assert re.search(r"train: \d+ lines, \d+ empty \(document breaks\) -> 3 documents, \d+ windows", log)
+    records = train_records(log)
+    assert [r["num_updates"] for r in records] == [1, 2, 3, 4]
+    for r in records:
+        assert "mlm_loss" in r and "lm_loss" not in r and "nll_loss" not in r
+        assert math.isfinite(r["mlm_loss"]) and r["mlm_loss"] > 0
+        assert r["loss"] == pytest.approx(r["mlm_loss"], abs=0.002)
+    assert "valid on 'valid' subset" in log and (work / "stage1" / "checkpoint_last.pt").exists()
+
+
+def test_stage2_logs_its_initialisation_and_both_losses(stages):
+    work, _, log = stages
+    assert "stage 2 from stage-1 checkpoint" in log
+    fresh = re.search(r"freshly initialised: (\d+) tensors: (.*)", log)
+    copied = re.search(r"from the checkpoint: (\d+) tensors: (.*)", log)
+    assert fresh and "decoder.layers" in fresh.group(2) and "encoder" not in fresh.group(2)
+    assert copied and "encoder.layers" in copied.group(2) and "encoder_mlm_head" in copied.group(2)
+    assert "decoder" not in copied.group(2)
+    records = train_records(log)
+    assert [r["num_updates"] for r in records] == [1, 2, 3, 4]
+    for r in records:
+        for key in ("lm_loss", "nll_loss", "mlm_loss", "ppl"):
+            assert math.isfinite(r[key]) and r[key] > 0
+        assert r["lm_loss"] > r["nll_loss"]  # label smoothing 0.1
+        # one batch per update: loss per continuation token = lm_loss + 1.0 * mlm_loss (both per token)
+        assert r["loss"] == pytest.approx(r["lm_loss"] + r["mlm_loss"], abs=0.01)
+    assert (work / "stage2" / "checkpoint_last.pt").exists()
+
+
+def test_stage2_model_keeps_the_stage1_encoder(stages):
+    work, _, _ = stages
+    stage1 = torch.load(work / "stage1" / "checkpoint_last.pt", weights_only=True)
+    stage2 = torch.load(work / "stage2" / "checkpoint_last.pt", weights_only=True)
+    assert set(stage1["model"]) == set(stage2["model"])  # one parameter set in both stages
+
+    # what stage 2 started from: build its model the way fairseq-train does, loading the stage-1 encoder
+    cfg = checkpoint_utils.load_checkpoint_to_cpu(str(work / "stage2" / "checkpoint_last.pt"))["cfg"]
+    task = tasks.setup_task(cfg.task)
+    model = task.build_model(cfg.model)
+    state = model.state_dict()
+    encoder = [k for k in state if not k.startswith("decoder.")]
+    assert any(k.startswith("encoder.layers.") for k in encoder) and any("mlm_head" in k for k in encoder)
+    for k in encoder:
+        assert torch.equal(state[k], stage1["model"][k]), k
+    # the decoder is this model's own: nothing under decoder. was read from the checkpoint
+    origin = load_encoder_from_checkpoint(model, str(work / "stage1" / "checkpoint_last.pt"))
+    assert sorted(origin["checkpoint"]) == sorted(encoder)
+    assert all(k.startswith("decoder.") for k in origin["fresh"] + origin["tied"])
+    assert "decoder.embed_tokens.weight" in origin["tied"]  # tied to the encoder's embeddings
+    assert any(k.startswith("decoder.layers.") for k in origin["fresh"])
+
+    # stage 2 trained on: its encoder moved away from stage 1's
+    assert not torch.equal(
+        stage2["model"]["encoder.layers.0.fc1.weight"], stage1["model"]["encoder.layers.0.fc1.weight"]
+    )
+
+
+def test_stage2_by_restore_file(stages, tmp_path):
+    """--restore-file loads every stage-1 tensor strictly (the decoder too: stage 1 left it untrained)."""
+    work, _, _ = stages
+    out = run_cli(["fairseq-train", str(work / "bin"), *TRAIN_COMMON, "--stage", "2", "--max-update", "2",
+                   "--restore-file", str(work / "stage1" / "checkpoint_last.pt"), "--reset-optimizer",
+                   "--reset-dataloader", "--reset-meters", "--save-dir", str(tmp_path)])  # fmt: skip
+    log = out.stdout + out.stderr
+    assert "Loaded checkpoint" in log
+    records = train_records(log)
+    assert records and all(math.isfinite(r["lm_loss"]) for r in records)

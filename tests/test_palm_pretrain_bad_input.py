@@ -1,0 +1,97 @@
+"""PALM pre-training on a messy binarized corpus: empty and too-short documents are counted, never a crash."""
+
+import logging
+import math
+
+import pytest
+import torch
+
+from unilm_fairseq.criterions.palm import PALMCriterion
+from unilm_fairseq.tasks.palm_pretrain import PALMPretrainConfig, PALMPretrainTask
+
+from .conftest import run_cli
+
+
+def binarize(work, lines):
+    raw = work / "train.txt"
+    raw.write_text("\n".join(lines) + "\n")
+    run_cli(["fairseq-preprocess", "--only-source", "--trainpref", str(raw), "--destdir", str(work / "bin"),
+             "--workers", "1"])  # fmt: skip
+    return work / "bin"
+
+
+@pytest.fixture(scope="module")
+def messy_bin(tmp_path_factory):
+    """Documents of [4 5], [1], [80 3 4] and [3 1] tokens between repeated empty lines."""
+    long_sentence = " ".join(f"w{i % 30}" for i in range(80))
+    lines = [
+        "w1 w2 w3 .", "w4 w5 w6 w7 .", "", "", "w8", "",
+        long_sentence, "w9 w10 .", "w11 w12 w13 .", "", "w14 w15 .", "w16",
+    ]  # fmt: skip
+    return binarize(tmp_path_factory.mktemp("palm_messy"), lines)
+
+
+def load(data, stage=1, **overrides):
+    cfg = PALMPretrainConfig(data=str(data), stage=stage, max_fragment_tokens=32, seed=1, **overrides)
+    task = PALMPretrainTask.setup_task(cfg)
+    return task, task.load_dataset("train")
+
+
+def test_messy_corpus_is_counted(messy_bin, caplog):
+    with caplog.at_level(logging.INFO):
+        _, dataset = load(messy_bin)
+    message = next(r.getMessage() for r in caplog.records if r.getMessage().startswith("train:"))
+    assert "12 lines, 4 empty (document breaks) -> 4 documents" in message
+    assert "8 windows (one per sentence) -> 6 pairs" in message
+    assert "skipped 2 windows under 2 tokens, 1 documents with no pair" in message
+    assert "1 windows cut inside a sentence over 32 tokens" in message
+    assert len(dataset) == 6
+    for i in range(len(dataset)):
+        item = dataset[i]
+        assert 2 <= len(item["source"]) <= 33 and 2 <= len(item["target"])
+        assert item["mlm_target"].ne(dataset.pad).any()
+
+
+def test_a_corpus_without_any_pair_is_a_clear_error(tmp_path):
+    data = binarize(tmp_path, ["w1", "", "", "w2", ""])
+    with pytest.raises(ValueError, match="no document holds a context/continuation pair"):
+        load(data)
+
+
+def test_bad_options_are_clear_errors(messy_bin):
+    with pytest.raises(ValueError, match="--stage"):
+        load(messy_bin, stage=3)
+    with pytest.raises(ValueError, match="--stage1-checkpoint"):
+        load(messy_bin, stage=1, stage1_checkpoint="x.pt")
+
+
+@pytest.mark.parametrize("stage, mlm_weight", [(1, 1.0), (2, 0.5), (2, 0.0)])
+def test_messy_batch_gives_finite_losses(messy_bin, stage, mlm_weight):
+    from fairseq import options
+    from fairseq.dataclass.utils import convert_namespace_to_omegaconf
+
+    task, dataset = load(messy_bin, stage=stage, mlm_weight=mlm_weight)
+    parser = options.get_training_parser()
+    args = options.parse_args_and_arch(
+        parser, [str(messy_bin), "--task", "palm_pretrain", "--arch", "palm_tiny", "--dropout", "0"]
+    )
+    torch.manual_seed(0)
+    model = task.build_model(convert_namespace_to_omegaconf(args).model)
+    criterion = PALMCriterion(task, label_smoothing=0.1)
+    batch = dataset.collater([dataset[i] for i in range(len(dataset))])
+    loss, sample_size, log = criterion(model, batch)
+    assert math.isfinite(loss.item()) and loss.item() > 0
+    loss.backward()
+    if stage == 1:
+        assert sample_size == batch["num_masked"] == log["mlm_tokens"]
+        assert all(p.grad is None for n, p in model.named_parameters() if n.startswith("decoder.layers"))
+    else:
+        assert sample_size == batch["ntokens"] == log["lm_tokens"]
+        assert {"lm_loss", "nll_loss"} <= set(log)
+        if mlm_weight:
+            per_token = log["lm_loss"] / sample_size + mlm_weight * log["mlm_loss"] / log["mlm_tokens"]
+            assert loss.item() / sample_size == pytest.approx(per_token.item(), rel=1e-5)
+        else:  # the decoder alone, on unmasked contexts
+            assert "mlm_loss" not in log and batch["num_masked"] == 0
+            assert loss.item() == pytest.approx(log["lm_loss"].item())
+        assert all(p.grad is not None for n, p in model.named_parameters() if n.startswith("decoder.layers"))

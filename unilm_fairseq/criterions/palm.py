@@ -1,0 +1,89 @@
+"""Criterion ``palm``: PALM's pre-training losses (encoder masked LM; decoder continuation)."""
+
+import math
+from dataclasses import dataclass, field
+
+from fairseq import metrics
+from fairseq.criterions import FairseqCriterion, register_criterion
+from fairseq.dataclass import FairseqDataclass
+
+from ..losses import sequence_token_losses, token_losses, weighted_joint_loss
+
+
+@dataclass
+class PALMCriterionConfig(FairseqDataclass):
+    label_smoothing: float = field(
+        default=0.0,
+        metadata={"help": "label smoothing of the decoder's continuation loss (the MLM loss is unsmoothed)"},
+    )
+
+
+@register_criterion("palm", dataclass=PALMCriterionConfig)
+class PALMCriterion(FairseqCriterion):
+    """Stage 1: MLM loss per masked context token. Stage 2: continuation loss per target token
+    under the pointer-generator distribution, plus ``--mlm-weight`` times the MLM loss per masked token.
+
+    Needs the ``palm_pretrain`` task (its ``stage`` and ``mlm_weight``). Logs, in
+    base 2: ``loss`` (what is optimised), ``mlm_loss`` (with ``mlm_ppl``) and, in
+    stage 2, ``lm_loss`` (smoothed) and ``nll_loss`` (with ``ppl``) per continuation token.
+    """
+
+    def __init__(self, task, label_smoothing: float = 0.0):
+        super().__init__(task)
+        if not hasattr(task, "trains_decoder"):
+            raise ValueError("--criterion palm needs --task palm_pretrain")
+        self.label_smoothing = label_smoothing
+
+    def forward(self, model, sample, reduce=True):
+        net_input = sample["net_input"]
+        masked = net_input["src_masked_tokens"]  # B x S
+        mlm_target = sample["mlm_target"][masked]  # N, row-major like the model's MLM logits
+        mlm_tokens = int(masked.sum())
+        log = {"ntokens": sample["ntokens"], "nsentences": sample["nsentences"], "mlm_tokens": mlm_tokens}
+        if not self.task.trains_decoder:
+            logits = model.forward_encoder_mlm(net_input["src_tokens"], net_input["src_lengths"], masked)
+            mlm_sum = token_losses(logits, mlm_target)[1].sum()
+            log.update(loss=mlm_sum.data, mlm_loss=mlm_sum.data, sample_size=mlm_tokens)
+            return mlm_sum, mlm_tokens, log
+
+        trains_mlm = self.task.trains_mlm and mlm_tokens > 0
+        lprobs, extra = model(
+            net_input["src_tokens"],
+            net_input["src_lengths"],
+            net_input["prev_output_tokens"],
+            src_masked_tokens=masked if trains_mlm else None,
+        )
+        lprobs = model.get_normalized_probs((lprobs, extra), log_probs=True)  # B x T x V
+        lm, nll = sequence_token_losses(lprobs, sample["target"], self.padding_idx, self.label_smoothing)
+        lm_sum, lm_tokens = lm.sum(), lm.numel()
+        log.update(lm_loss=lm_sum.data, nll_loss=nll.sum().data, lm_tokens=lm_tokens, sample_size=lm_tokens)
+        loss = lm_sum
+        if trains_mlm:
+            mlm_sum = token_losses(extra["encoder_mlm_logits"], mlm_target)[1].sum()
+            log["mlm_loss"] = mlm_sum.data
+            loss = weighted_joint_loss(lm_sum, lm_tokens, mlm_sum, mlm_tokens, self.task.cfg.mlm_weight)
+        log["loss"] = loss.data
+        return loss, lm_tokens, log
+
+    @staticmethod
+    def reduce_metrics(logging_outputs) -> None:
+        def total(key):
+            return sum(log.get(key, 0) for log in logging_outputs)
+
+        def per_token_base2(key, count):
+            return total(key) / max(count, 1) / math.log(2)
+
+        sample_size = total("sample_size")
+        metrics.log_scalar("loss", per_token_base2("loss", sample_size), sample_size, round=3)
+        mlm_tokens, lm_tokens = total("mlm_tokens"), total("lm_tokens")
+        if any("mlm_loss" in log for log in logging_outputs):
+            metrics.log_scalar("mlm_loss", per_token_base2("mlm_loss", mlm_tokens), mlm_tokens, round=3)
+            metrics.log_derived("mlm_ppl", lambda meters: 2 ** meters["mlm_loss"].avg)
+        if lm_tokens:
+            metrics.log_scalar("lm_loss", per_token_base2("lm_loss", lm_tokens), lm_tokens, round=3)
+            metrics.log_scalar("nll_loss", per_token_base2("nll_loss", lm_tokens), lm_tokens, round=3)
+            metrics.log_derived("ppl", lambda meters: 2 ** meters["nll_loss"].avg)
+
+    @staticmethod
+    def logging_outputs_can_be_summed() -> bool:
+        return True

@@ -1,0 +1,291 @@
+"""The ``palm`` model (Bi et al. 2020, §2): Transformer encoder-decoder, encoder MLM head, pointer-generator.
+
+fairseq's Transformer with one dictionary and one embedding table for encoder input, decoder input and
+both output layers. The encoder carries a BERT-style MLM head (pre-training stage 1); the decoder ends in
+PALM's pointer-generator (:mod:`unilm_fairseq.modules.pointer_generator`), so the decoder returns
+log-probabilities of the copy mixture, which fairseq's ``label_smoothed_cross_entropy`` criterion and
+``SequenceGenerator`` use as they are. Architectures only fill options the user left unset.
+"""
+
+import logging
+from dataclasses import dataclass, field
+from typing import Any, Dict, List, Optional
+
+import torch
+from fairseq.dataclass import FairseqDataclass
+from fairseq.dataclass.utils import gen_parser_from_dataclass
+from fairseq.models import register_model, register_model_architecture
+from fairseq.models.transformer import TransformerDecoder, TransformerEncoder, TransformerModel
+from fairseq.models.transformer import base_architecture as transformer_base_architecture
+from fairseq.utils import safe_getattr
+from torch import Tensor
+
+from ..modules import UniLMLMHead
+from ..modules.pointer_generator import PointerGenerator
+from ..palm_hub_interface import PALMHubInterface
+
+logger = logging.getLogger(__name__)
+
+LAYERNORM_EPS = 1e-5  # fairseq's LayerNorm default, as in the Transformer layers
+
+
+@dataclass
+class PALMConfig(FairseqDataclass):
+    """PALM's options on top of fairseq's Transformer options."""
+
+    no_copy: bool = field(
+        default=False, metadata={"help": "ablate the pointer: the output is the vocabulary softmax alone"}
+    )
+    copy_attention_dim: int = field(
+        default=0, metadata={"help": "width of the additive copy attention; 0: the decoder's hidden size"}
+    )
+    no_encoder_mlm_head: bool = field(
+        default=False,
+        metadata={
+            "help": "build no MLM head on the encoder (fine-tuning does not use it; --task palm_seq2seq "
+            "sets this)"
+        },
+    )
+
+
+class PALMEncoder(TransformerEncoder):
+    """fairseq's Transformer encoder whose output also carries ``src_tokens`` (what the pointer copies)."""
+
+    def forward(
+        self,
+        src_tokens: Tensor,
+        src_lengths: Optional[Tensor] = None,
+        return_all_hiddens: bool = False,
+        token_embeddings: Optional[Tensor] = None,
+    ) -> Dict[str, List[Tensor]]:
+        """``src_tokens`` ``(B, S)`` -> fairseq's encoder dict, ``"src_tokens": [(B, S)]`` filled in."""
+        out = super().forward(src_tokens, src_lengths, return_all_hiddens, token_embeddings)
+        out["src_tokens"] = [src_tokens]  # fairseq's reorder_encoder_out reorders it with the rest
+        return out
+
+
+class PALMDecoder(TransformerDecoder):
+    """fairseq's Transformer decoder ending in PALM's pointer-generator instead of a plain softmax."""
+
+    def __init__(self, args, dictionary, embed_tokens, no_encoder_attn=False):
+        super().__init__(args, dictionary, embed_tokens, no_encoder_attn=no_encoder_attn)
+        hidden = self.output_embed_dim
+        self.pointer = PointerGenerator(
+            hidden,
+            safe_getattr(args, "copy_attention_dim", 0) or hidden,
+            embed_tokens.weight,
+            copy=not safe_getattr(args, "no_copy", False),
+        )
+
+    def output_layer(self, features: Tensor) -> Tensor:
+        """``(B, T, C)`` -> ``(B, T, V)`` logits of the vocabulary distribution ``P^v`` alone."""
+        return self.pointer.vocab_logits(features)
+
+    def forward(
+        self,
+        prev_output_tokens: Tensor,
+        encoder_out: Optional[Dict[str, List[Tensor]]] = None,
+        incremental_state: Optional[Dict[str, Dict[str, Optional[Tensor]]]] = None,
+        features_only: bool = False,
+        full_context_alignment: bool = False,
+        alignment_layer: Optional[int] = None,
+        alignment_heads: Optional[int] = None,
+        src_lengths: Optional[Any] = None,
+        return_all_hiddens: bool = False,
+    ):
+        """
+        Args:
+            prev_output_tokens: ``(B, T)`` (only the last column is read with ``incremental_state``).
+            encoder_out: :class:`PALMEncoder`'s output.
+        Returns:
+            ``log P`` ``(B, T, V)`` float32 (or features ``(B, T, C)`` with ``features_only``), and
+            fairseq's extra dict with ``"attn": [alpha (B, T, S)]`` (the copy attention) and
+            ``"copy_gate": [lambda (B, T, 1)]`` (both None with ``--no-copy``).
+        """
+        features, extra = self.extract_features(
+            prev_output_tokens,
+            encoder_out=encoder_out,
+            incremental_state=incremental_state,
+            full_context_alignment=full_context_alignment,
+            alignment_layer=alignment_layer,
+            alignment_heads=alignment_heads,
+        )
+        if features_only:
+            return features, extra
+        if encoder_out is None or not encoder_out["src_tokens"]:
+            raise ValueError("the pointer-generator needs the PALM encoder's output (with src_tokens)")
+        lprobs, alpha, gate = self.pointer(
+            features,
+            encoder_out["encoder_out"][0].transpose(0, 1),  # B x S x C
+            encoder_out["encoder_padding_mask"][0],
+            encoder_out["src_tokens"][0],
+            incremental_state,
+        )
+        extra["attn"] = [alpha]
+        extra["copy_gate"] = [gate]
+        return lprobs, extra
+
+
+@register_model("palm")
+class PALMModel(TransformerModel):
+    """PALM: encoder-decoder Transformer with an encoder MLM head and a pointer-generator decoder.
+
+    ``forward`` returns the pointer-generator's log-probabilities ``(B, T, V)``; when ``src_masked_tokens``
+    is given, the extra dict also holds ``"encoder_mlm_logits"`` ``(N, V)`` for those source positions
+    (row-major order).
+    """
+
+    def __init__(self, args, encoder, decoder):
+        super().__init__(args, encoder, decoder)
+        self.encoder_mlm_head = None
+        if not safe_getattr(args, "no_encoder_mlm_head", False):
+            self.encoder_mlm_head = UniLMLMHead(
+                encoder.embed_tokens.embedding_dim,
+                safe_getattr(args, "activation_fn", "gelu"),
+                LAYERNORM_EPS,
+                weight=encoder.embed_tokens.weight,
+            )
+
+    @classmethod
+    def from_pretrained(
+        cls, model_dir, checkpoint_file="checkpoint_best.pt", data_name_or_path=".", **kwargs
+    ):
+        """Load a fine-tuned checkpoint for generation from text: a :class:`PALMHubInterface`."""
+        return PALMHubInterface.from_pretrained(model_dir, checkpoint_file, data_name_or_path, **kwargs)
+
+    @classmethod
+    def add_args(cls, parser):
+        super().add_args(parser)
+        gen_parser_from_dataclass(parser, PALMConfig(), delete_default=True)
+
+    @classmethod
+    def build_model(cls, args, task):
+        base_architecture(args)
+        if task.source_dictionary != task.target_dictionary:
+            raise ValueError(
+                "palm shares one embedding table between encoder, decoder and output: the source and target "
+                "dictionaries must be the same (fairseq-preprocess --joined-dictionary)"
+            )
+        args.share_all_embeddings = True
+        return super().build_model(args, task)
+
+    @classmethod
+    def build_encoder(cls, args, src_dict, embed_tokens):
+        return PALMEncoder(args, src_dict, embed_tokens)
+
+    @classmethod
+    def build_decoder(cls, args, tgt_dict, embed_tokens):
+        return PALMDecoder(args, tgt_dict, embed_tokens)
+
+    def forward(
+        self,
+        src_tokens: Tensor,
+        src_lengths: Tensor,
+        prev_output_tokens: Tensor,
+        src_masked_tokens: Optional[Tensor] = None,
+        return_all_hiddens: bool = False,
+        features_only: bool = False,
+        alignment_layer: Optional[int] = None,
+        alignment_heads: Optional[int] = None,
+        **unused,
+    ):
+        """
+        Args:
+            src_tokens: ``(B, S)``; src_lengths: ``(B,)``; prev_output_tokens: ``(B, T)``.
+            src_masked_tokens: ``(B, S)`` bool; when given, the encoder's MLM logits of these positions.
+        Returns:
+            ``log P`` ``(B, T, V)`` and the decoder's extra dict (see :meth:`PALMDecoder.forward`), plus
+            ``"encoder_mlm_logits"`` ``(N, V)`` with ``src_masked_tokens``.
+        """
+        encoder_out = self.encoder(src_tokens, src_lengths=src_lengths, return_all_hiddens=return_all_hiddens)
+        lprobs, extra = self.decoder(
+            prev_output_tokens,
+            encoder_out=encoder_out,
+            features_only=features_only,
+            alignment_layer=alignment_layer,
+            alignment_heads=alignment_heads,
+            src_lengths=src_lengths,
+            return_all_hiddens=return_all_hiddens,
+        )
+        if src_masked_tokens is not None:
+            extra["encoder_mlm_logits"] = self.encoder_mlm_logits(encoder_out, src_masked_tokens)
+        return lprobs, extra
+
+    def forward_encoder_mlm(
+        self, src_tokens: Tensor, src_lengths: Tensor, src_masked_tokens: Tensor
+    ) -> Tensor:
+        """Encoder only (pre-training stage 1): ``(B, S)`` tokens -> ``(N, V)`` MLM logits of the masked."""
+        encoder_out = self.encoder(src_tokens, src_lengths=src_lengths)
+        return self.encoder_mlm_logits(encoder_out, src_masked_tokens)
+
+    def encoder_mlm_logits(self, encoder_out: Dict[str, List[Tensor]], src_masked_tokens: Tensor) -> Tensor:
+        """MLM logits ``(N, V)`` of the ``(B, S)`` bool positions, row-major, from the encoder's output."""
+        if self.encoder_mlm_head is None:
+            raise ValueError("this model was built with --no-encoder-mlm-head: it has no encoder MLM head")
+        states = encoder_out["encoder_out"][0].transpose(0, 1)  # B x S x C
+        return self.encoder_mlm_head(states[src_masked_tokens])  # N x V
+
+    def get_normalized_probs(self, net_output, log_probs: bool, sample: Optional[Dict[str, Tensor]] = None):
+        """The copy mixture's probabilities (its log with ``log_probs``), ``(B, T, V)`` float32.
+
+        The decoder already returns normalised log-probabilities; normalising again keeps them a
+        distribution when ``SequenceGenerator`` has divided them by a sampling temperature.
+        """
+        lprobs = torch.log_softmax(net_output[0].float(), dim=-1)
+        return lprobs if log_probs else lprobs.exp()
+
+
+def base_architecture(args):
+    """PALM base (§3.1): 12 + 12 layers, 768 hidden, 12 heads, FFN 3072, GELU, post-LN, learned positions."""
+    args.encoder_layers = safe_getattr(args, "encoder_layers", 12)
+    args.decoder_layers = safe_getattr(args, "decoder_layers", 12)
+    args.encoder_embed_dim = safe_getattr(args, "encoder_embed_dim", 768)
+    args.encoder_ffn_embed_dim = safe_getattr(args, "encoder_ffn_embed_dim", 3072)
+    args.encoder_attention_heads = safe_getattr(args, "encoder_attention_heads", 12)
+    args.decoder_embed_dim = safe_getattr(args, "decoder_embed_dim", args.encoder_embed_dim)
+    args.decoder_ffn_embed_dim = safe_getattr(args, "decoder_ffn_embed_dim", args.encoder_ffn_embed_dim)
+    args.decoder_attention_heads = safe_getattr(args, "decoder_attention_heads", args.encoder_attention_heads)
+    args.activation_fn = safe_getattr(args, "activation_fn", "gelu")
+    args.dropout = safe_getattr(args, "dropout", 0.1)
+    args.attention_dropout = safe_getattr(args, "attention_dropout", 0.1)
+    args.activation_dropout = safe_getattr(args, "activation_dropout", 0.0)
+    # BERT/RoBERTa-style embeddings: learned positions, LayerNorm, no sqrt(d) scaling
+    args.encoder_learned_pos = safe_getattr(args, "encoder_learned_pos", True)
+    args.decoder_learned_pos = safe_getattr(args, "decoder_learned_pos", True)
+    args.layernorm_embedding = safe_getattr(args, "layernorm_embedding", True)
+    args.no_scale_embedding = safe_getattr(args, "no_scale_embedding", True)
+    args.encoder_normalize_before = safe_getattr(args, "encoder_normalize_before", False)
+    args.decoder_normalize_before = safe_getattr(args, "decoder_normalize_before", False)
+    args.share_all_embeddings = True
+    args.share_decoder_input_output_embed = True
+    args.no_copy = safe_getattr(args, "no_copy", False)
+    args.copy_attention_dim = safe_getattr(args, "copy_attention_dim", 0)
+    args.no_encoder_mlm_head = safe_getattr(args, "no_encoder_mlm_head", False)
+    transformer_base_architecture(args)
+
+
+@register_model_architecture("palm", "palm_base")
+def palm_base(args):
+    base_architecture(args)
+
+
+@register_model_architecture("palm", "palm_large")
+def palm_large(args):
+    """24-layer encoder, 6-layer decoder, 1024 hidden, 16 heads, FFN 4096."""
+    args.encoder_layers = safe_getattr(args, "encoder_layers", 24)
+    args.decoder_layers = safe_getattr(args, "decoder_layers", 6)
+    args.encoder_embed_dim = safe_getattr(args, "encoder_embed_dim", 1024)
+    args.encoder_ffn_embed_dim = safe_getattr(args, "encoder_ffn_embed_dim", 4096)
+    args.encoder_attention_heads = safe_getattr(args, "encoder_attention_heads", 16)
+    base_architecture(args)
+
+
+@register_model_architecture("palm", "palm_tiny")
+def palm_tiny(args):
+    """For tests and CPU demos: 2 + 2 layers, 64 hidden, 4 heads, FFN 96 (distinct sizes show shape bugs)."""
+    args.encoder_layers = safe_getattr(args, "encoder_layers", 2)
+    args.decoder_layers = safe_getattr(args, "decoder_layers", 2)
+    args.encoder_embed_dim = safe_getattr(args, "encoder_embed_dim", 64)
+    args.encoder_ffn_embed_dim = safe_getattr(args, "encoder_ffn_embed_dim", 96)
+    args.encoder_attention_heads = safe_getattr(args, "encoder_attention_heads", 4)
+    base_architecture(args)

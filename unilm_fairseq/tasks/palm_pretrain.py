@@ -1,0 +1,163 @@
+"""Task ``palm_pretrain``: PALM's two pre-training stages (Bi et al. 2020, section 2).
+
+Stage 1 trains the encoder alone as a masked LM on the context (the first 80%
+of a text window); stage 2 trains encoder and decoder together to generate the
+continuation (the last 20%) under the pointer-generator distribution, keeping
+the encoder's masked-LM loss with weight ``--mlm-weight``.
+"""
+
+import logging
+import os
+from dataclasses import dataclass, field
+from typing import Optional
+
+import numpy as np
+from fairseq.data import Dictionary, data_utils
+from fairseq.dataclass import FairseqDataclass
+from fairseq.tasks import register_task
+from omegaconf import II, MISSING
+
+from ..data.palm_fragments import corpus_fragments
+from ..data.palm_pretrain_dataset import PALMPretrainDataset
+from ..stage_init import load_encoder_from_checkpoint
+from .shared_dictionary import SharedDictionaryTask
+
+logger = logging.getLogger(__name__)
+
+STAGES = (1, 2)
+
+
+@dataclass
+class PALMPretrainConfig(FairseqDataclass):
+    data: str = field(
+        default=MISSING,
+        metadata={
+            "help": "colon-separated data directories from fairseq-preprocess --only-source (one sentence "
+            "per line, empty line between documents); one is used per epoch, round-robin"
+        },
+    )
+    stage: int = field(
+        default=1,
+        metadata={
+            "help": "1: encoder-only masked LM on the context; 2: the decoder generates the continuation "
+            "(pointer-generator NLL) plus the encoder's masked LM weighted by --mlm-weight"
+        },
+    )
+    max_fragment_tokens: int = field(
+        default=500, metadata={"help": "most text tokens in one window (context plus continuation)"}
+    )
+    context_ratio: float = field(
+        default=0.8, metadata={"help": "share of a window's tokens that goes to the encoder as context"}
+    )
+    boundary_tolerance: float = field(
+        default=0.1,
+        metadata={
+            "help": "cut at the sentence boundary nearest the context-ratio point when it is within this "
+            "share of the window's tokens of it; otherwise cut mid-sentence at that point"
+        },
+    )
+    mask_prob: float = field(default=0.15, metadata={"help": "share of context tokens masked for the MLM"})
+    leave_unmasked_prob: float = field(
+        default=0.1, metadata={"help": "share of masked inputs left unchanged"}
+    )
+    random_token_prob: float = field(
+        default=0.1, metadata={"help": "share of masked inputs replaced by a random token"}
+    )
+    mlm_weight: float = field(
+        default=1.0,
+        metadata={
+            "help": "stage 2: weight of the encoder's masked-LM loss added to the decoder's loss (both per "
+            "token); 0 trains the decoder alone on unmasked contexts"
+        },
+    )
+    stage1_checkpoint: Optional[str] = field(
+        default=None,
+        metadata={
+            "help": "stage 2: copy every non-decoder weight (encoder, its MLM head, tied embeddings) from "
+            "this stage-1 checkpoint; the decoder starts freshly initialised"
+        },
+    )
+    left_pad_source: bool = field(default=False, metadata={"help": "pad source batches on the left"})
+    seed: int = II("common.seed")
+
+
+@register_task("palm_pretrain", dataclass=PALMPretrainConfig)
+class PALMPretrainTask(SharedDictionaryTask):
+    """Context/continuation pairs from monolingual text, masked contexts for the encoder's MLM."""
+
+    cfg: PALMPretrainConfig
+
+    def __init__(self, cfg: PALMPretrainConfig, dictionary: Dictionary):
+        super().__init__(cfg, dictionary)
+        if cfg.stage not in STAGES:
+            raise ValueError(f"--stage must be one of {STAGES}, got {cfg.stage}")
+        if cfg.stage1_checkpoint and cfg.stage != 2:
+            raise ValueError("--stage1-checkpoint initialises stage 2; it makes no sense with --stage 1")
+        if cfg.mlm_weight < 0:
+            raise ValueError(f"--mlm-weight must be >= 0, got {cfg.mlm_weight}")
+
+    @classmethod
+    def setup_task(cls, cfg: PALMPretrainConfig, **kwargs):
+        paths = cls.data_paths(cfg.data)
+        dictionary = cls.load_dictionary(os.path.join(paths[0], "dict.txt"))
+        logger.info("dictionary: %d types", len(dictionary))
+        return cls(cfg, dictionary)
+
+    @property
+    def trains_mlm(self) -> bool:
+        return self.cfg.stage == 1 or self.cfg.mlm_weight > 0
+
+    @property
+    def trains_decoder(self) -> bool:
+        return self.cfg.stage == 2
+
+    def load_dataset(self, split, epoch=1, combine=False, **kwargs):
+        paths = self.data_paths(self.cfg.data)
+        split_path = os.path.join(paths[(epoch - 1) % len(paths)], split)
+        lines = data_utils.load_indexed_dataset(split_path, self.dictionary, combine=combine)
+        if lines is None:
+            raise FileNotFoundError(f"dataset not found: {split} ({split_path})")
+        text_lengths = np.asarray(lines.sizes) - 1  # fairseq-preprocess closes every line with </s>
+        fragments, stats = corpus_fragments(
+            text_lengths, self.cfg.max_fragment_tokens, self.cfg.context_ratio, self.cfg.boundary_tolerance
+        )
+        logger.info(
+            "%s: %d lines, %d empty (document breaks) -> %d documents, %d windows (one per sentence) -> "
+            "%d pairs; skipped %d windows under 2 tokens, %d documents with no pair; %d windows cut inside "
+            "a sentence over %d tokens; context cut at a sentence boundary %d times, mid-sentence %d times",
+            split,
+            stats.lines,
+            stats.empty_lines,
+            stats.documents,
+            stats.windows,
+            stats.pairs,
+            stats.windows_too_short,
+            stats.documents_without_pair,
+            stats.truncated,
+            self.cfg.max_fragment_tokens,
+            stats.split_at_boundary,
+            stats.split_mid_sentence,
+        )
+        if not fragments:
+            raise ValueError(f"{split} ({split_path}): no document holds a context/continuation pair")
+        self.datasets[split] = PALMPretrainDataset(
+            lines,
+            fragments,
+            self.dictionary,
+            seed=self.cfg.seed,
+            mask_prob=self.cfg.mask_prob if self.trains_mlm else 0.0,
+            leave_unmasked_prob=self.cfg.leave_unmasked_prob,
+            random_token_prob=self.cfg.random_token_prob,
+            left_pad_source=self.cfg.left_pad_source,
+        )
+        return self.datasets[split]
+
+    def build_model(self, cfg, from_checkpoint=False):
+        model = super().build_model(cfg, from_checkpoint)
+        if self.cfg.stage1_checkpoint and not from_checkpoint:
+            load_encoder_from_checkpoint(model, self.cfg.stage1_checkpoint)
+        return model
+
+    def max_positions(self):
+        most = self.cfg.max_fragment_tokens + 1  # text plus </s>
+        return (most, most)
