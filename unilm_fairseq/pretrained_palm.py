@@ -8,15 +8,24 @@ logger = logging.getLogger(__name__)
 
 TOKEN_TABLE = "encoder.embed_tokens.weight"
 POSITION_TABLES = ("encoder.embed_positions.weight", "decoder.embed_positions.weight")
-MLM_HEAD = "encoder_mlm_head."  # pre-training only; fine-tuning models are built without it
+# parts a checkpoint may have that the model does not build: pre-training's MLM head, and the copy
+# attention when fine-tuning with --no-copy
+OPTIONAL_PARTS = {
+    "encoder_mlm_head.": "the encoder MLM head (fine-tuning has none)",
+    "decoder.pointer.source_proj.": "the copy attention (--no-copy)",
+    "decoder.pointer.state_proj.": "the copy attention (--no-copy)",
+    "decoder.pointer.score.": "the copy attention (--no-copy)",
+    "decoder.pointer.gate_context.": "the copy gate (--no-copy)",
+    "decoder.pointer.gate_state.": "the copy gate (--no-copy)",
+}
 
 
 def load_palm_weights(model, path: str) -> None:
     """Copy every weight of the ``palm`` checkpoint ``path`` into ``model``; clear errors on any mismatch.
 
-    The encoder MLM head is dropped when ``model`` has none. A longer learned position table keeps its
-    first rows (fine-tuning with shorter sources or targets); a shorter one is an error naming the limit.
-    The vocabulary must match exactly (binarize with the pre-training ``dict.txt``).
+    Parts ``model`` does not build (:data:`OPTIONAL_PARTS`) are dropped, with a log line. A longer learned
+    position table keeps its first rows (fine-tuning with shorter sources or targets); a shorter one is an
+    error naming the limit. The vocabulary must match exactly (binarize with the pre-training ``dict.txt``).
     """
     state = checkpoint_utils.load_checkpoint_to_cpu(path)["model"]
     own = model.state_dict()
@@ -38,14 +47,14 @@ def load_palm_weights(model, path: str) -> None:
                     f"--max-{side}-positions by {need - have} (at most the pre-training length)"
                 )
             state[key] = state[key][:need].clone()
-    if not any(k.startswith(MLM_HEAD) for k in own):
-        dropped = [k for k in state if k.startswith(MLM_HEAD)]
+    for prefix, part in OPTIONAL_PARTS.items():
+        if any(k.startswith(prefix) for k in own):
+            continue
+        dropped = [k for k in state if k.startswith(prefix)]
         for key in dropped:
             del state[key]
         if dropped:
-            logger.info(
-                "not loading the encoder MLM head (%d tensors): fine-tuning does not use it", len(dropped)
-            )
+            logger.info("not loading %s: %d tensors under %s", part, len(dropped), prefix)
     missing = sorted(set(own) - set(state))
     unexpected = sorted(set(state) - set(own))
     mismatched = [k for k in own if k in state and state[k].shape != own[k].shape]
