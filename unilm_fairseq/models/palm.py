@@ -26,7 +26,7 @@ from ..palm_hub_interface import PALMHubInterface
 
 logger = logging.getLogger(__name__)
 
-LAYERNORM_EPS = 1e-5  # fairseq's LayerNorm default, as in the Transformer layers
+LAYERNORM_EPS = 1e-5  # fairseq's LayerNorm default
 
 
 @dataclass
@@ -39,6 +39,13 @@ class PALMConfig(FairseqDataclass):
     copy_attention_dim: int = field(
         default=0, metadata={"help": "width of the additive copy attention; 0: the decoder's hidden size"}
     )
+    encoder_layernorm_eps: float = field(
+        default=1e-5,
+        metadata={
+            "help": "epsilon of the encoder's LayerNorms and MLM head (fairseq's default 1e-5; an encoder "
+            "initialised from a BERT checkpoint takes its 1e-12)"
+        },
+    )
     no_encoder_mlm_head: bool = field(
         default=False,
         metadata={
@@ -49,7 +56,17 @@ class PALMConfig(FairseqDataclass):
 
 
 class PALMEncoder(TransformerEncoder):
-    """fairseq's Transformer encoder whose output also carries ``src_tokens`` (what the pointer copies)."""
+    """fairseq's Transformer encoder whose output also carries ``src_tokens`` (what the pointer copies).
+
+    Its LayerNorms use ``--encoder-layernorm-eps`` (fairseq builds them with its default).
+    """
+
+    def __init__(self, args, dictionary, embed_tokens):
+        super().__init__(args, dictionary, embed_tokens)
+        eps = safe_getattr(args, "encoder_layernorm_eps", LAYERNORM_EPS)
+        for module in self.modules():
+            if hasattr(module, "normalized_shape") and hasattr(module, "eps"):  # torch's or apex's LayerNorm
+                module.eps = eps
 
     def forward(
         self,
@@ -142,7 +159,7 @@ class PALMModel(TransformerModel):
             self.encoder_mlm_head = UniLMLMHead(
                 encoder.embed_tokens.embedding_dim,
                 safe_getattr(args, "activation_fn", "gelu"),
-                LAYERNORM_EPS,
+                safe_getattr(args, "encoder_layernorm_eps", LAYERNORM_EPS),
                 weight=encoder.embed_tokens.weight,
             )
 
@@ -261,6 +278,7 @@ def base_architecture(args):
     args.no_copy = safe_getattr(args, "no_copy", False)
     args.copy_attention_dim = safe_getattr(args, "copy_attention_dim", 0)
     args.no_encoder_mlm_head = safe_getattr(args, "no_encoder_mlm_head", False)
+    args.encoder_layernorm_eps = safe_getattr(args, "encoder_layernorm_eps", LAYERNORM_EPS)
     transformer_base_architecture(args)
 
 
