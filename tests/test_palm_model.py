@@ -221,6 +221,8 @@ def test_encoder_mlm_logits():
     assert logits.shape == (4, len(model.encoder.dictionary))
     _, extra = model(src, lengths, prev, src_masked_tokens=masked)
     assert torch.equal(extra["encoder_mlm_logits"], logits)
+    nothing, encoder_only = model(src, lengths, None, src_masked_tokens=masked)  # stage 1 through forward
+    assert nothing is None and torch.equal(encoder_only["encoder_mlm_logits"], logits)
     states = model.encoder(src, src_lengths=lengths)["encoder_out"][0].transpose(0, 1)
     assert torch.allclose(model.encoder_mlm_head(states[1, 5]), logits[2], atol=1e-6)  # row-major order
     no_head = palm_model(no_encoder_mlm_head=True)

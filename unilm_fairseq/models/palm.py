@@ -198,7 +198,7 @@ class PALMModel(TransformerModel):
         self,
         src_tokens: Tensor,
         src_lengths: Tensor,
-        prev_output_tokens: Tensor,
+        prev_output_tokens: Optional[Tensor],
         src_masked_tokens: Optional[Tensor] = None,
         return_all_hiddens: bool = False,
         features_only: bool = False,
@@ -208,13 +208,20 @@ class PALMModel(TransformerModel):
     ):
         """
         Args:
-            src_tokens: ``(B, S)``; src_lengths: ``(B,)``; prev_output_tokens: ``(B, T)``.
+            src_tokens: ``(B, S)``; src_lengths: ``(B,)``.
+            prev_output_tokens: ``(B, T)``; None runs the encoder alone (pre-training stage 1 through
+                ``forward``, which distributed training wraps, unlike :meth:`forward_encoder_mlm`).
             src_masked_tokens: ``(B, S)`` bool; when given, the encoder's MLM logits of these positions.
         Returns:
-            ``log P`` ``(B, T, V)`` and the decoder's extra dict (see :meth:`PALMDecoder.forward`), plus
+            ``log P`` ``(B, T, V)`` (None without ``prev_output_tokens``) and the decoder's extra dict (see
+            :meth:`PALMDecoder.forward`; empty without ``prev_output_tokens``), plus
             ``"encoder_mlm_logits"`` ``(N, V)`` with ``src_masked_tokens``.
         """
         encoder_out = self.encoder(src_tokens, src_lengths=src_lengths, return_all_hiddens=return_all_hiddens)
+        if prev_output_tokens is None:
+            if src_masked_tokens is None:
+                raise ValueError("give prev_output_tokens (decoding) or src_masked_tokens (encoder MLM)")
+            return None, {"encoder_mlm_logits": self.encoder_mlm_logits(encoder_out, src_masked_tokens)}
         lprobs, extra = self.decoder(
             prev_output_tokens,
             encoder_out=encoder_out,
@@ -231,7 +238,11 @@ class PALMModel(TransformerModel):
     def forward_encoder_mlm(
         self, src_tokens: Tensor, src_lengths: Tensor, src_masked_tokens: Tensor
     ) -> Tensor:
-        """Encoder only (pre-training stage 1): ``(B, S)`` tokens -> ``(N, V)`` MLM logits of the masked."""
+        """Encoder only (pre-training stage 1): ``(B, S)`` tokens -> ``(N, V)`` MLM logits of the masked.
+
+        Under pytorch DDP, call the model itself with ``prev_output_tokens=None`` instead: a method other
+        than ``forward`` bypasses the wrapper's gradient synchronisation.
+        """
         encoder_out = self.encoder(src_tokens, src_lengths=src_lengths)
         return self.encoder_mlm_logits(encoder_out, src_masked_tokens)
 
