@@ -97,6 +97,7 @@ def test_generate_interactive_and_python_api_agree_and_score(rare_bin, trained):
         trigrams = [tuple(words[i : i + 3]) for i in range(len(words) - 2)]
         assert len(trigrams) == len(set(trigrams))  # trigram blocking
     rouge_l = float(re.search(r"ROUGE-L = ([\d.]+)", out.stdout).group(1))
+    print(f"test ROUGE-L {rouge_l}")
     assert rouge_l > 80, out.stdout[-2000:]
 
     sources = (rare_bin / "test.src").read_text().splitlines()[:4]

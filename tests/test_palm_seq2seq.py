@@ -73,6 +73,11 @@ def test_pretrained_weights_load_without_the_mlm_head(tmp_path, messy_pairs):
     load_palm_weights(finetune, str(path))
     for key, value in finetune.state_dict().items():
         assert torch.equal(value, pretrained.state_dict()[key]), key
+    # fine-tuning with --no-copy drops the copy attention and gate
+    ablated = palm_model(dictionary, seed=2, no_encoder_mlm_head=True, no_copy=True)
+    load_palm_weights(ablated, str(path))
+    for key, value in ablated.state_dict().items():
+        assert torch.equal(value, pretrained.state_dict()[key]), key
     # a shorter fine-tuning length keeps the first rows of the learned position tables
     shorter = palm_model(dictionary, seed=2, no_encoder_mlm_head=True, max_source_positions=20)
     load_palm_weights(shorter, str(path))

@@ -26,7 +26,7 @@ from ..palm_hub_interface import PALMHubInterface
 
 logger = logging.getLogger(__name__)
 
-LAYERNORM_EPS = 1e-5  # fairseq's LayerNorm default, as in the Transformer layers
+LAYERNORM_EPS = 1e-5  # fairseq's LayerNorm default
 
 
 @dataclass
@@ -39,6 +39,13 @@ class PALMConfig(FairseqDataclass):
     copy_attention_dim: int = field(
         default=0, metadata={"help": "width of the additive copy attention; 0: the decoder's hidden size"}
     )
+    encoder_layernorm_eps: float = field(
+        default=1e-5,
+        metadata={
+            "help": "epsilon of the encoder's LayerNorms and MLM head (fairseq's default 1e-5; an encoder "
+            "initialised from a BERT checkpoint takes its 1e-12)"
+        },
+    )
     no_encoder_mlm_head: bool = field(
         default=False,
         metadata={
@@ -49,7 +56,17 @@ class PALMConfig(FairseqDataclass):
 
 
 class PALMEncoder(TransformerEncoder):
-    """fairseq's Transformer encoder whose output also carries ``src_tokens`` (what the pointer copies)."""
+    """fairseq's Transformer encoder whose output also carries ``src_tokens`` (what the pointer copies).
+
+    Its LayerNorms use ``--encoder-layernorm-eps`` (fairseq builds them with its default).
+    """
+
+    def __init__(self, args, dictionary, embed_tokens):
+        super().__init__(args, dictionary, embed_tokens)
+        eps = safe_getattr(args, "encoder_layernorm_eps", LAYERNORM_EPS)
+        for module in self.modules():
+            if hasattr(module, "normalized_shape") and hasattr(module, "eps"):  # torch's or apex's LayerNorm
+                module.eps = eps
 
     def forward(
         self,
@@ -142,7 +159,7 @@ class PALMModel(TransformerModel):
             self.encoder_mlm_head = UniLMLMHead(
                 encoder.embed_tokens.embedding_dim,
                 safe_getattr(args, "activation_fn", "gelu"),
-                LAYERNORM_EPS,
+                safe_getattr(args, "encoder_layernorm_eps", LAYERNORM_EPS),
                 weight=encoder.embed_tokens.weight,
             )
 
@@ -181,7 +198,7 @@ class PALMModel(TransformerModel):
         self,
         src_tokens: Tensor,
         src_lengths: Tensor,
-        prev_output_tokens: Tensor,
+        prev_output_tokens: Optional[Tensor],
         src_masked_tokens: Optional[Tensor] = None,
         return_all_hiddens: bool = False,
         features_only: bool = False,
@@ -191,13 +208,20 @@ class PALMModel(TransformerModel):
     ):
         """
         Args:
-            src_tokens: ``(B, S)``; src_lengths: ``(B,)``; prev_output_tokens: ``(B, T)``.
+            src_tokens: ``(B, S)``; src_lengths: ``(B,)``.
+            prev_output_tokens: ``(B, T)``; None runs the encoder alone (pre-training stage 1 through
+                ``forward``, which distributed training wraps, unlike :meth:`forward_encoder_mlm`).
             src_masked_tokens: ``(B, S)`` bool; when given, the encoder's MLM logits of these positions.
         Returns:
-            ``log P`` ``(B, T, V)`` and the decoder's extra dict (see :meth:`PALMDecoder.forward`), plus
+            ``log P`` ``(B, T, V)`` (None without ``prev_output_tokens``) and the decoder's extra dict (see
+            :meth:`PALMDecoder.forward`; empty without ``prev_output_tokens``), plus
             ``"encoder_mlm_logits"`` ``(N, V)`` with ``src_masked_tokens``.
         """
         encoder_out = self.encoder(src_tokens, src_lengths=src_lengths, return_all_hiddens=return_all_hiddens)
+        if prev_output_tokens is None:
+            if src_masked_tokens is None:
+                raise ValueError("give prev_output_tokens (decoding) or src_masked_tokens (encoder MLM)")
+            return None, {"encoder_mlm_logits": self.encoder_mlm_logits(encoder_out, src_masked_tokens)}
         lprobs, extra = self.decoder(
             prev_output_tokens,
             encoder_out=encoder_out,
@@ -214,7 +238,11 @@ class PALMModel(TransformerModel):
     def forward_encoder_mlm(
         self, src_tokens: Tensor, src_lengths: Tensor, src_masked_tokens: Tensor
     ) -> Tensor:
-        """Encoder only (pre-training stage 1): ``(B, S)`` tokens -> ``(N, V)`` MLM logits of the masked."""
+        """Encoder only (pre-training stage 1): ``(B, S)`` tokens -> ``(N, V)`` MLM logits of the masked.
+
+        Under pytorch DDP, call the model itself with ``prev_output_tokens=None`` instead: a method other
+        than ``forward`` bypasses the wrapper's gradient synchronisation.
+        """
         encoder_out = self.encoder(src_tokens, src_lengths=src_lengths)
         return self.encoder_mlm_logits(encoder_out, src_masked_tokens)
 
@@ -261,6 +289,7 @@ def base_architecture(args):
     args.no_copy = safe_getattr(args, "no_copy", False)
     args.copy_attention_dim = safe_getattr(args, "copy_attention_dim", 0)
     args.no_encoder_mlm_head = safe_getattr(args, "no_encoder_mlm_head", False)
+    args.encoder_layernorm_eps = safe_getattr(args, "encoder_layernorm_eps", LAYERNORM_EPS)
     transformer_base_architecture(args)
 
 

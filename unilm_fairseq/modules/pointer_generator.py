@@ -59,7 +59,8 @@ class PointerGenerator(nn.Module):
         hidden_dim: width of ``s_t`` and ``h_l`` (the model's hidden size).
         attention_dim: width of the additive copy attention (``W^m``, ``W^s`` rows).
         embed_weight: ``(V, E)`` token embeddings, shared as ``W^e``.
-        copy: False ablates the pointer (``P = P^v``); its parameters stay, unused.
+        copy: False ablates the pointer (``P = P^v``) and builds none of its parameters (an unused
+            parameter would stall distributed training).
     """
 
     def __init__(self, hidden_dim: int, attention_dim: int, embed_weight: nn.Parameter, copy: bool = True):
@@ -67,6 +68,8 @@ class PointerGenerator(nn.Module):
         self.copy = copy
         self.embed_weight = embed_weight  # W^e, tied
         self.vocab_proj = nn.Linear(hidden_dim, embed_weight.size(1))  # W^v, b^v
+        if not copy:
+            return
         self.source_proj = nn.Linear(hidden_dim, attention_dim, bias=False)  # W^m
         self.state_proj = nn.Linear(hidden_dim, attention_dim)  # W^s, b
         self.score = nn.Linear(attention_dim, 1, bias=False)  # w

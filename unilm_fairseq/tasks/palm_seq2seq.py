@@ -12,7 +12,7 @@ from omegaconf import OmegaConf, open_dict
 from ..data.dictionary import load_dictionary_with_mask
 from ..data.skip_indices_dataset import SkipIndicesDataset
 from ..modules.ngram_block import PrefixNGramRepeatBlock
-from ..pretrained_palm import load_palm_weights
+from ..pretrained_palm import load_palm_weights, load_unilmv2_encoder, read_unilmv2_checkpoint
 
 logger = logging.getLogger(__name__)
 
@@ -24,6 +24,14 @@ class PALMSeq2SeqConfig(TranslationConfig):
         metadata={
             "help": "initialise from this palm pre-training checkpoint (same dict.txt); the encoder MLM "
             "head is not loaded"
+        },
+    )
+    pretrained_encoder: Optional[str] = field(
+        default=None,
+        metadata={
+            "help": "initialise only the encoder (and the shared embeddings) from a unilmv2 checkpoint, e.g. "
+            "a BERT/RoBERTa converted by scripts/convert_hf_checkpoint.py (same dict.txt and sizes, no "
+            "relative position bias); sets --encoder-layernorm-eps to the checkpoint's"
         },
     )
 
@@ -67,15 +75,20 @@ class PALMSeq2SeqTask(TranslationTask):
         return self.datasets[split]
 
     def build_model(self, cfg, from_checkpoint=False):
-        if not from_checkpoint:  # fine-tuning trains no MLM loss: an unused head would stall DDP
-            if OmegaConf.is_config(cfg):
-                with open_dict(cfg):
-                    cfg.no_encoder_mlm_head = True
-            else:
-                cfg.no_encoder_mlm_head = True
+        if from_checkpoint:
+            return super().build_model(cfg, from_checkpoint)
+        if self.cfg.pretrained_checkpoint and self.cfg.pretrained_encoder:
+            raise ValueError("give --pretrained-checkpoint (a palm model) or --pretrained-encoder, not both")
+        _set(cfg, "no_encoder_mlm_head", True)  # fine-tuning trains no MLM loss: an unused head stalls DDP
+        encoder_state = None
+        if self.cfg.pretrained_encoder:
+            encoder_state, eps = read_unilmv2_checkpoint(self.cfg.pretrained_encoder)
+            _set(cfg, "encoder_layernorm_eps", eps)
         model = super().build_model(cfg, from_checkpoint)
-        if self.cfg.pretrained_checkpoint and not from_checkpoint:
+        if self.cfg.pretrained_checkpoint:
             load_palm_weights(model, self.cfg.pretrained_checkpoint)
+        if encoder_state is not None:
+            load_unilmv2_encoder(model, encoder_state, self.cfg.pretrained_encoder)
         return model
 
     def build_generator(self, models, args, **kwargs):
@@ -84,3 +97,12 @@ class PALMSeq2SeqTask(TranslationTask):
         if blocker is not None:
             generator.repeat_ngram_blocker = PrefixNGramRepeatBlock(blocker.no_repeat_ngram_size)
         return generator
+
+
+def _set(cfg, key, value):
+    """Set a model option on an argparse namespace or an omegaconf config."""
+    if OmegaConf.is_config(cfg):
+        with open_dict(cfg):
+            setattr(cfg, key, value)
+    else:
+        setattr(cfg, key, value)
