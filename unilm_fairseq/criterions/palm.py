@@ -41,7 +41,11 @@ class PALMCriterion(FairseqCriterion):
         mlm_tokens = int(masked.sum())
         log = {"ntokens": sample["ntokens"], "nsentences": sample["nsentences"], "mlm_tokens": mlm_tokens}
         if not self.task.trains_decoder:
-            logits = model.forward_encoder_mlm(net_input["src_tokens"], net_input["src_lengths"], masked)
+            # through forward (prev_output_tokens None), so distributed wrappers synchronise the gradients
+            _, extra = model(
+                net_input["src_tokens"], net_input["src_lengths"], None, src_masked_tokens=masked
+            )
+            logits = extra["encoder_mlm_logits"]
             mlm_sum = token_losses(logits, mlm_target)[1].sum()
             log.update(loss=mlm_sum.data, mlm_loss=mlm_sum.data, sample_size=mlm_tokens)
             return mlm_sum, mlm_tokens, log
