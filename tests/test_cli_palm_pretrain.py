@@ -122,3 +122,26 @@ def test_stage2_by_restore_file(stages, tmp_path):
     assert "Loaded checkpoint" in log
     records = train_records(log)
     assert records and all(math.isfinite(r["lm_loss"]) for r in records)
+
+
+def test_continuation_from_the_pretrained_model(stages):
+    """A stage-2 checkpoint continues a context: fairseq-interactive and the Python API agree."""
+    from unilm_fairseq import PALMHubInterface
+
+    work, _, _ = stages
+    context = (work / "text" / "valid.spm").read_text().splitlines()[0]
+    out = run_cli(["fairseq-interactive", str(work / "bin"), "--user-dir", "unilm_fairseq",
+                   "--task", "palm_pretrain", "--max-fragment-tokens", "96",
+                   "--path", str(work / "stage2" / "checkpoint_last.pt"), "--beam", "3", "--max-len-b", "12",
+                   "--no-repeat-ngram-size", "2", "--cpu"], input_text=context + "\n")  # fmt: skip
+    hypotheses = re.findall(r"^H-0\t\S+\t(.*)$", out.stdout, re.M)
+    assert len(hypotheses) == 1 and hypotheses[0].split(), out.stdout[-2000:]
+    pieces = hypotheses[0].split()
+    bigrams = list(zip(pieces, pieces[1:]))
+    assert len(bigrams) == len(set(bigrams))  # --no-repeat-ngram-size 2 held on CPU
+
+    palm = PALMHubInterface.from_pretrained(
+        str(work / "stage2"), checkpoint_file="checkpoint_last.pt", data_name_or_path=str(work / "bin"),
+        max_fragment_tokens=96,
+    )  # fmt: skip
+    assert palm.generate([context], beam=3, max_len_b=12, no_repeat_ngram_size=2) == hypotheses

@@ -23,3 +23,11 @@ class PrefixNGramRepeatBlock(NGramRepeatBlock):
         if self.no_repeat_ngram_size == 1:
             return lprobs.scatter(1, prefix.long(), -math.inf)
         return self._no_repeat_ngram(prefix, lprobs, bsz, beam_size, step)
+
+
+def with_prefix_ngram_blocker(generator):
+    """Swap a ``SequenceGenerator``'s n-gram blocker (if any) for :class:`PrefixNGramRepeatBlock`."""
+    blocker = getattr(generator, "repeat_ngram_blocker", None)
+    if blocker is not None:
+        generator.repeat_ngram_blocker = PrefixNGramRepeatBlock(blocker.no_repeat_ngram_size)
+    return generator

@@ -12,13 +12,14 @@ from dataclasses import dataclass, field
 from typing import Optional
 
 import numpy as np
-from fairseq.data import Dictionary, data_utils
+from fairseq.data import Dictionary, LanguagePairDataset, data_utils
 from fairseq.dataclass import FairseqDataclass
 from fairseq.tasks import register_task
 from omegaconf import II, MISSING
 
 from ..data.palm_fragments import corpus_fragments
 from ..data.palm_pretrain_dataset import PALMPretrainDataset
+from ..modules.ngram_block import with_prefix_ngram_blocker
 from ..stage_init import load_encoder_from_checkpoint
 from .shared_dictionary import SharedDictionaryTask
 
@@ -157,6 +158,15 @@ class PALMPretrainTask(SharedDictionaryTask):
         if self.cfg.stage1_checkpoint and not from_checkpoint:
             load_encoder_from_checkpoint(model, self.cfg.stage1_checkpoint)
         return model
+
+    def build_dataset_for_inference(self, src_tokens, src_lengths, **kwargs):
+        """Contexts to continue (``fairseq-interactive``, the Python API): "context </s>" each."""
+        return LanguagePairDataset(
+            src_tokens, src_lengths, self.dictionary, left_pad_source=self.cfg.left_pad_source
+        )
+
+    def build_generator(self, models, args, **kwargs):
+        return with_prefix_ngram_blocker(super().build_generator(models, args, **kwargs))
 
     def max_positions(self):
         most = self.cfg.max_fragment_tokens + 1  # text plus </s>

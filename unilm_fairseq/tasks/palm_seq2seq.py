@@ -11,7 +11,7 @@ from omegaconf import OmegaConf, open_dict
 
 from ..data.dictionary import load_dictionary_with_mask
 from ..data.skip_indices_dataset import SkipIndicesDataset
-from ..modules.ngram_block import PrefixNGramRepeatBlock
+from ..modules.ngram_block import with_prefix_ngram_blocker
 from ..pretrained_palm import load_palm_weights, load_unilmv2_encoder, read_unilmv2_checkpoint
 
 logger = logging.getLogger(__name__)
@@ -92,11 +92,7 @@ class PALMSeq2SeqTask(TranslationTask):
         return model
 
     def build_generator(self, models, args, **kwargs):
-        generator = super().build_generator(models, args, **kwargs)
-        blocker = getattr(generator, "repeat_ngram_blocker", None)
-        if blocker is not None:
-            generator.repeat_ngram_blocker = PrefixNGramRepeatBlock(blocker.no_repeat_ngram_size)
-        return generator
+        return with_prefix_ngram_blocker(super().build_generator(models, args, **kwargs))
 
 
 def _set(cfg, key, value):

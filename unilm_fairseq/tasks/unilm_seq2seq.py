@@ -13,7 +13,7 @@ from omegaconf import II, MISSING
 
 from .. import seq2seq_layout
 from ..data.seq2seq_dataset import SOURCE_SPECIALS, TARGET_SPECIALS, Seq2SeqDataset
-from ..modules.ngram_block import PrefixNGramRepeatBlock
+from ..modules.ngram_block import with_prefix_ngram_blocker
 from ..pretrained import load_pretrained_weights
 from .shared_dictionary import SharedDictionaryTask
 
@@ -154,11 +154,7 @@ class UniLMSeq2SeqTask(SharedDictionaryTask):
         return model
 
     def build_generator(self, models, args, **kwargs):
-        generator = super().build_generator(models, args, **kwargs)
-        blocker = getattr(generator, "repeat_ngram_blocker", None)
-        if blocker is not None:
-            generator.repeat_ngram_blocker = PrefixNGramRepeatBlock(blocker.no_repeat_ngram_size)
-        return generator
+        return with_prefix_ngram_blocker(super().build_generator(models, args, **kwargs))
 
     def inference_step(self, generator, models, sample, prefix_tokens=None, constraints=None):
         """Generate, keeping every decoding position inside the position table."""
