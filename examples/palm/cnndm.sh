@@ -7,8 +7,8 @@
 # (see examples/s2s_ft/README.md, "Preparing the data"). Shared variables are documented in pipeline.sh.
 #
 # Sources of the settings: [A] = the authors' released CNN/DM script (alibaba/AliceMind,
-# PALM/finetune_cnndm_task_roberta.sh, PreSumm-based code); [P] = this project's choice where no source
-# we could read gives a value (see docs/palm-model.md).
+# PALM/finetune_cnndm_task_roberta.sh, PreSumm-based code); [P] = this project's choice where no published
+# source gives a value (README.md, "PALM").
 #   MAX_SRC=512          source tokens, </s> included ([A] -max_pos 512)
 #   MAX_TGT=140          target tokens at training ([A] -max_tgt_len 140)
 #   TOTAL_BATCH=32       examples per update ([P]; [A] batches by a token budget of 400 units x 5

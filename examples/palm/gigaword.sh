@@ -7,7 +7,7 @@
 # *.title.txt); its "UNK" becomes the vocabulary's unknown token (UNK_TOKEN). Shared variables are
 # documented in pipeline.sh.
 #
-# No source we could read gives PALM's Gigaword settings (see docs/palm-model.md): every value below is
+# No published setting is cited for PALM on Gigaword (README.md, "PALM"): every value below is
 # this project's choice, in line with the CNN/DM recipe and common Gigaword practice.
 #   MAX_SRC=128 MAX_TGT=48      source / target tokens
 #   TOTAL_BATCH=128 BATCH_PER_GPU=32

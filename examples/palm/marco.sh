@@ -9,7 +9,7 @@
 # MARCO metrics up to their normalisation). ANSWER_TYPE=well_formed trains on the natural-language answers
 # (the NLG task), answers on the QA task's. Shared variables are documented in pipeline.sh.
 #
-# No source we could read gives PALM's MARCO fine-tuning settings (see docs/palm-model.md): every value
+# No published setting is cited for PALM's MARCO fine-tuning (README.md, "PALM"): every value
 # below is this project's choice.
 #   MAX_SRC=512 MAX_TGT=64      source / target tokens
 #   TOTAL_BATCH=64 BATCH_PER_GPU=8
