@@ -51,7 +51,8 @@ class UniLMv2Config(FairseqDataclass):
     )
     layernorm_eps: float = field(default=1e-12, metadata={"help": "LayerNorm epsilon (BERT uses 1e-12)"})
     pooler_activation_fn: ChoiceEnum(utils.get_available_activation_fns()) = field(
-        default="tanh", metadata={"help": "activation of the [SOS] pooler in classification heads (BERT: tanh)"}
+        default="tanh",
+        metadata={"help": "activation of the [SOS] pooler in classification heads (BERT: tanh)"},
     )
     pooler_dropout: float = field(default=0.1, metadata={"help": "dropout in classification heads"})
     seq2seq_method: ChoiceEnum(seq2seq_layout.METHODS) = field(
@@ -101,7 +102,9 @@ class UniLMv2Model(BaseFairseqModel):
     def max_decoder_positions(self):
         return self.cfg.max_positions
 
-    def register_classification_head(self, name: str, num_classes: int, inner_dim: Optional[int] = None, **unused):
+    def register_classification_head(
+        self, name: str, num_classes: int, inner_dim: Optional[int] = None, **unused
+    ):
         """Add a sentence-level head on the [SOS] vector (fairseq's ``sentence_prediction`` protocol)."""
         if name in self.classification_heads:
             logger.warning("re-registering classification head %r with %d classes", name, num_classes)

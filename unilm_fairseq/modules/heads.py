@@ -5,8 +5,8 @@ and then ``model(**net_input, features_only=True, classification_head_name=name)
 serve that protocol (sentence-level) and extractive QA (token-level spans).
 """
 
-from torch import Tensor, nn
 from fairseq import utils
+from torch import Tensor, nn
 
 START, END = 0, 1
 
