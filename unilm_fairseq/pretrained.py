@@ -1,6 +1,7 @@
 """Initialise a model from a pre-trained (or converted) unilmv2 checkpoint."""
 
 import logging
+from typing import Sequence
 
 import torch
 from fairseq import checkpoint_utils
@@ -17,13 +18,19 @@ def tile_rows(table: torch.Tensor, rows: int) -> torch.Tensor:
     return table.repeat(repeats, 1)[:rows].clone()
 
 
-def load_pretrained_weights(model, path: str) -> None:
+def load_pretrained_weights(model, path: str, skip_prefixes: Sequence[str] = ()) -> None:
     """Copy every weight of ``path`` into ``model``; clear errors on any mismatch.
 
     A shorter position table is tiled to the model's length; the vocabulary must
-    match exactly (fine-tune with the pre-training ``dict.txt``).
+    match exactly (fine-tune with the pre-training ``dict.txt``). Checkpoint
+    weights under ``skip_prefixes`` (another task's heads) are left out, logged.
     """
     state = checkpoint_utils.load_checkpoint_to_cpu(path)["model"]
+    skipped = [k for k in state if k.startswith(tuple(skip_prefixes))] if skip_prefixes else []
+    if skipped:
+        logger.info("%s: leaving out %d weights under %s", path, len(skipped), ", ".join(skip_prefixes))
+        for key in skipped:
+            del state[key]
     own = model.state_dict()
     if TOKEN_TABLE in state and state[TOKEN_TABLE].shape != own[TOKEN_TABLE].shape:
         raise ValueError(
