@@ -1,2 +1,3 @@
 from .ae_par import AEPARCriterion  # noqa: F401
+from .squad_span import SquadSpanCriterion  # noqa: F401
 from .unilm_seq2seq import UniLMSeq2SeqCriterion  # noqa: F401
