@@ -1,11 +1,12 @@
 """A tiny learnable extractive-QA set in the official SQuAD JSON format, with a WordPiece vocabulary.
 
 Passages are sentences of made-up words built from syllables ("Kalo mire tavo ."), so WordPiece splits
-every word into pieces ("ka ##lo"). Two or three sentences start with a marker word ("beta zita kamo .");
-the question names one marker ("What follows beta ?") and the answer is the rest of that sentence, one to
-three words. Unanswerable questions (v2.0) name a marker the passage lacks. A model has to match the
-marker across the two segments and find the sentence end: learnable by a tiny model in a few hundred
-updates, impossible without reading the question.
+most words into pieces ("ka ##lo"). In an answerable passage one sentence starts with a marker word
+("beta zita Kamo ."); the question names it ("What follows beta ?") and the answer is the rest of that
+sentence, one to three words, as written (some capitalized). An unanswerable passage (v2.0) has no marker
+sentence. A model has to find the marker, the span after it and the sentence end, and tell passages
+without a marker apart: a tiny model learns this in a few hundred updates. (Telling several markers apart
+by the question's one is much slower to learn for ``unilmv2_tiny``, so passages hold one marker.)
 """
 
 import json
@@ -28,62 +29,40 @@ def _word(rng: random.Random) -> str:
     return "".join(rng.choices(SYLLABLES, k=rng.randint(1, 3)))
 
 
-def _paragraph(rng: random.Random, qid_prefix: str, unanswerable: int) -> Dict:
-    markers = rng.sample(MARKERS, rng.randint(2, 3))
+def _paragraph(rng: random.Random, qid: str, unanswerable: bool) -> Dict:
+    """One passage and one question; an answerable passage has one marker sentence, an unanswerable none."""
+    marker = rng.choice(MARKERS)
     sentences = [[_word(rng) for _ in range(rng.randint(2, 5))] for _ in range(rng.randint(5, 9))]
-    marked = rng.sample(range(len(sentences)), len(markers))
-    answers = {}
-    for marker, index in zip(markers, marked):
-        answers[marker] = [_word(rng) for _ in range(rng.randint(1, 3))]
-        sentences[index] = [marker, *answers[marker]]
-    context, starts = "", {}
-    for sentence in sentences:
+    answer = [_word(rng) for _ in range(rng.randint(1, 3))]
+    marked = None if unanswerable else rng.randrange(len(sentences))
+    if marked is not None:
+        sentences[marked] = [marker, *answer]
+    context, qa = "", {"id": qid, "question": rng.choice(QUESTION_TEMPLATES).format(marker)}
+    for index, sentence in enumerate(sentences):
         words = list(sentence)
         if rng.random() < 0.3:
             words[-1] = words[-1].capitalize()  # answers keep their case in the original text
-        if sentence[0] in answers:
-            answer_text = " ".join(words[1:])
-            starts[sentence[0]] = len(context) + len(words[0]) + 1
-            answers[sentence[0]] = answer_text
+        if index == marked:
+            start = len(context) + len(words[0]) + 1
+            qa["answers"] = [{"text": " ".join(words[1:]), "answer_start": start}]
         context += " ".join(words) + " . "
-    context = context.rstrip()
-    qas = []
-    for i, marker in enumerate(markers):
-        question = rng.choice(QUESTION_TEMPLATES).format(marker)
-        qas.append(
-            {
-                "id": f"{qid_prefix}-{i}",
-                "question": question,
-                "answers": [{"text": answers[marker], "answer_start": starts[marker]}],
-                "is_impossible": False,
-            }
-        )
-    absent = [m for m in MARKERS if m not in markers]
-    for j in range(unanswerable):
-        marker = rng.choice(absent)
-        qas.append(
-            {
-                "id": f"{qid_prefix}-n{j}",
-                "question": rng.choice(QUESTION_TEMPLATES).format(marker),
-                "answers": [],
-                "plausible_answers": [{"text": answers[markers[0]], "answer_start": starts[markers[0]]}],
-                "is_impossible": True,
-            }
-        )
-    return {"context": context, "qas": qas}
+    qa["is_impossible"] = unanswerable
+    if unanswerable:
+        qa.update(answers=[], plausible_answers=[])
+    return {"context": context.rstrip(), "qas": [qa]}
 
 
 def squad_json(num_paragraphs: int, seed: int, unanswerable_prob: float = 0.0) -> Dict:
-    """``{"version", "data"}`` with one article of ``num_paragraphs`` paragraphs."""
+    """``{"version", "data"}`` with one article of ``num_paragraphs`` paragraphs, one question each."""
     rng = random.Random(seed)
     paragraphs = [
-        _paragraph(rng, f"s{seed}-p{p}", int(rng.random() < unanswerable_prob)) for p in range(num_paragraphs)
+        _paragraph(rng, f"s{seed}-q{p}", rng.random() < unanswerable_prob) for p in range(num_paragraphs)
     ]
     version = "v2.0" if unanswerable_prob else "1.1"
     return {"version": version, "data": [{"title": "synthetic", "paragraphs": paragraphs}]}
 
 
-def write_squad_dir(folder, train_paragraphs=300, valid_paragraphs=40, unanswerable_prob=0.0) -> None:
+def write_squad_dir(folder, train_paragraphs=1500, valid_paragraphs=100, unanswerable_prob=0.0) -> None:
     """``dict.txt`` (the vocabulary), ``train.json`` and ``valid.json`` in ``folder``."""
     (folder / "dict.txt").write_text("\n".join(vocabulary()) + "\n", encoding="utf-8")
     for split, n, seed in (("train", train_paragraphs, 1), ("valid", valid_paragraphs, 2)):

@@ -5,13 +5,16 @@ import json
 
 import pytest
 import torch
+from fairseq.data import Dictionary
 from omegaconf import OmegaConf
 
+from unilm_fairseq.data.offset_tokenizers import word_tokens
 from unilm_fairseq.models.unilmv2 import UniLMv2Model
+from unilm_fairseq.span_decoding import Span, answer_text
 from unilm_fairseq.squad_inference import decode_answers, window_logits
 from unilm_fairseq.tasks.squad_qa import SquadQAConfig, SquadQATask
 
-from .conftest import tiny_config
+from .conftest import REPO, tiny_config
 from .squad_synthetic import vocabulary
 from .test_seq2seq_decoding import save_checkpoint
 
@@ -98,3 +101,36 @@ def test_inference_answers_every_question_of_bad_input(task):
     training = task.load_squad(task.split_file("valid"), training=True)
     kept = {training.examples[w.example].qid for w in training.windows}
     assert kept == {"ok", "none"}
+
+
+def test_squad_fixture_answers_map_back_to_the_original_text(tmp_path):
+    """Word tokens on real SQuAD v1.1 text: every gold answer's token span cuts out exactly its text."""
+    fixture = f"{REPO}/tests/fixtures/seq2seq/squad/train-v1.1.json"
+    d = Dictionary()
+    with open(fixture) as f:
+        for article in json.load(f)["data"]:
+            for paragraph in article["paragraphs"]:
+                for token in word_tokens(
+                    paragraph["context"] + " " + " ".join(q["question"] for q in paragraph["qas"])
+                ):
+                    d.add_symbol(token.text)
+    d.save(str(tmp_path / "dict.txt"))
+    (tmp_path / "train.json").symlink_to(fixture)
+    task = SquadQATask.setup_task(SquadQAConfig(data=str(tmp_path), qa_tokenizer="words", max_seq_length=24,
+                                                doc_stride=5, max_query_length=12))  # fmt: skip
+    dataset = task.load_dataset("train")
+    assert dataset.stats["questions"] == 4 and dataset.stats["windows"] > 4  # passages longer than a window
+    found = {}
+    for index in range(len(dataset)):
+        item, window = dataset[index], dataset.windows[index]
+        start, end = item["target"]
+        if start == 0:
+            continue
+        example = dataset.examples[window.example]
+        spans = dataset.tokenized[window.example].doc_spans
+        offset = item["passage"][0]
+        assert d[int(item["tokens"][start])] != "<unk>"
+        text = answer_text(example.context, spans, Span(0.0, window.doc_start + start - offset,
+                                                         window.doc_start + end - offset))  # fmt: skip
+        found.setdefault(example.qid, set()).add(text)
+    assert found == {"gp-1": {"1874"}, "gp-2": {"oil"}, "gp-3": {"120"}, "gp-4": {"the keepers"}}
