@@ -11,10 +11,19 @@ carries the character span ``[start, end)`` of the text it was made from. Two to
 Control characters are dropped and do not end a word, as in BERT's ``clean_text``.
 """
 
+import functools
 import unicodedata
 from typing import Iterable, List, NamedTuple
 
-from ..encoders.wordpiece import UNK, is_cjk, is_control, is_punctuation, is_whitespace, wordpiece_split
+from ..encoders.wordpiece import (
+    UNK,
+    WORD_CACHE_SIZE,
+    is_cjk,
+    is_control,
+    is_punctuation,
+    is_whitespace,
+    wordpiece_split,
+)
 from ..scoring.metrics import WORDPIECE_CONTINUATION
 
 DROPPED_CHARACTERS = "\x00\ufffd"  # NUL and the replacement character: BERT deletes both
@@ -97,11 +106,15 @@ class WordPieceOffsets:
     def __init__(self, vocab: Iterable[str], lowercase: bool = True):
         self.vocab = frozenset(vocab)
         self.lowercase = lowercase
+        self._pieces = functools.lru_cache(maxsize=WORD_CACHE_SIZE)(self._pieces_uncached)
+
+    def _pieces_uncached(self, word: str) -> List[str]:
+        return wordpiece_split(word, self.vocab)
 
     def __call__(self, text: str) -> List[Token]:
         tokens: List[Token] = []
         for word in word_tokens(text, self.lowercase):
-            tokens.extend(piece_spans(wordpiece_split(word.text, self.vocab), word))
+            tokens.extend(piece_spans(self._pieces(word.text), word))
         return tokens
 
 

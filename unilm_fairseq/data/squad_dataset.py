@@ -7,7 +7,7 @@ may start or end at: [SOS] (no answer) and the window's passage tokens.
 
 import logging
 from collections import Counter
-from typing import Dict, List, NamedTuple, Sequence, Tuple
+from typing import Dict, List, NamedTuple, Optional, Sequence, Tuple
 
 import numpy as np
 import torch
@@ -80,7 +80,10 @@ def tokenize_examples(
 
 
 class SquadWindowDataset(FairseqDataset):
-    """One item per window; ``examples``/``tokenized`` let inference map windows back to passages."""
+    """One item per window; ``examples``/``tokenized`` let inference map windows back to passages.
+
+    ``stats``: the counts of loading (questions, windows, skips), kept for logging and tests.
+    """
 
     def __init__(
         self,
@@ -88,7 +91,9 @@ class SquadWindowDataset(FairseqDataset):
         tokenized: Dict[int, TokenizedExample],
         windows: Sequence[Window],
         dictionary: Dictionary,
+        stats: Optional[Counter] = None,
     ):
+        self.stats = Counter() if stats is None else stats
         self.examples = examples
         self.tokenized = tokenized
         self.windows = list(windows)

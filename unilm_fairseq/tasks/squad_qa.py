@@ -124,9 +124,7 @@ class SquadQATask(SharedDictionaryTask):
             stats["answer_mismatch"], stats["no_answer"], stats["truncated_question"],
             self.cfg.max_query_length,
         )  # fmt: skip
-        dataset = SquadWindowDataset(examples, tokenized, windows, self.dictionary)
-        dataset.stats = stats
-        return dataset
+        return SquadWindowDataset(examples, tokenized, windows, self.dictionary, stats)
 
     def build_model(self, cfg, from_checkpoint=False):
         if not from_checkpoint and cfg.max_positions < self.cfg.max_seq_length:
