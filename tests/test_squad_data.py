@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from unilm_fairseq.data.dictionary import TokenListDictionary
-from unilm_fairseq.data.offset_tokenizers import Token, WordPieceOffsets, word_tokens
+from unilm_fairseq.data.offset_tokenizers import SentencePieceOffsets, Token, WordPieceOffsets, word_tokens
 from unilm_fairseq.data.squad_dataset import SquadWindowDataset, tokenize_examples
 from unilm_fairseq.data.squad_examples import (
     answer_token_span,
@@ -167,3 +167,21 @@ def test_long_passage_is_windowed_and_batched(tmp_path, dictionary):
     # token 25 has more context in the window starting at 21 (min(4, 1) + .06 vs min(1, 2) + .04)
     assert dataset.windows[-2].max_context[4] and not dataset.windows[-1].max_context[1]
     assert torch.equal(batch["id"], torch.arange(9))
+
+
+def test_sentencepiece_pieces_have_exact_character_spans(tmp_path):
+    import sentencepiece as spm
+
+    lines = ["The lighthouse was built in 1874 by the keepers.", "Keepers built lighthouses."] * 50
+    spm.SentencePieceTrainer.train(sentence_iterator=iter(lines), model_prefix=str(tmp_path / "spm"),
+                                   vocab_size=30, model_type="unigram", minloglevel=2)  # fmt: skip
+    tokenize = SentencePieceOffsets(str(tmp_path / "spm.model"), lowercase=False)
+    text = "The  lighthouse, built in 1874."
+    tokens = tokenize(text)
+    assert len(tokens) > len(word_tokens(text))  # words split into several pieces
+    # every character of every word is covered by exactly the pieces that spell it
+    for token in tokens:
+        assert text[token.start : token.end] == token.text.lstrip("\u2581") or token.text == "<unk>"
+    spans = [(t.start, t.end) for t in tokens]
+    first, last = answer_token_span(spans, text.index("lighthouse"), text.index("lighthouse") + 10)
+    assert text[spans[first][0] : spans[last][1]] == "lighthouse"

@@ -60,6 +60,8 @@ def test_window_too_small_for_the_question_is_a_clear_error(tmp_path):
     (tmp_path / "dict.txt").write_text("\n".join(vocabulary()) + "\n")
     with pytest.raises(ValueError, match="no room for the passage"):
         SquadQATask.setup_task(SquadQAConfig(data=str(tmp_path), max_seq_length=20, max_query_length=17))
+    with pytest.raises(FileNotFoundError, match="--qa-sentencepiece-model"):
+        SquadQATask.setup_task(SquadQAConfig(data=str(tmp_path), qa_tokenizer="sentencepiece"))
 
 
 def test_pretrained_checkpoint_keeps_weights_and_starts_a_fresh_span_head(task, tmp_path):

@@ -6,14 +6,15 @@ carries the character span ``[start, end)`` of the text it was made from. Two to
 * :func:`word_tokens`: BERT's basic tokenization (split on whitespace, and around every punctuation
   mark and CJK ideograph; optionally lowercase and strip accents), one token per word or mark;
 * :class:`WordPieceOffsets`: those words, then BERT's greedy longest-match-first WordPiece split
-  (``##`` continuations) against a vocabulary, each piece with its share of the word's characters.
+  (``##`` continuations) against a vocabulary, each piece with its share of the word's characters;
+* :class:`SentencePieceOffsets`: those words, each encoded by a sentencepiece model.
 
 Control characters are dropped and do not end a word, as in BERT's ``clean_text``.
 """
 
 import functools
 import unicodedata
-from typing import Iterable, List, NamedTuple
+from typing import Iterable, List, NamedTuple, Optional
 
 from ..encoders.wordpiece import (
     UNK,
@@ -27,6 +28,7 @@ from ..encoders.wordpiece import (
 from ..scoring.metrics import WORDPIECE_CONTINUATION
 
 DROPPED_CHARACTERS = "\x00\ufffd"  # NUL and the replacement character: BERT deletes both
+SENTENCEPIECE_SPACE = "\u2581"  # "▁": sentencepiece's mark of a word start
 
 
 class Token(NamedTuple):
@@ -81,8 +83,9 @@ def word_tokens(text: str, lowercase: bool = True) -> List[Token]:
     return tokens
 
 
-def piece_spans(pieces: List[str], word: Token) -> List[Token]:
-    """Character spans of a word's WordPiece pieces.
+def piece_spans(pieces: List[str], word: Token, lengths: Optional[List[int]] = None) -> List[Token]:
+    """Character spans of a word's pieces, given how many characters of the word each piece spells
+    (default: WordPiece, the piece minus its ``##``).
 
     When normalization kept the word's length, the spans are exact; otherwise (a character that
     lowercases or decomposes into several) each piece gets its cumulative share, clipped to the word,
@@ -90,9 +93,10 @@ def piece_spans(pieces: List[str], word: Token) -> List[Token]:
     """
     if pieces == [UNK]:
         return [Token(UNK, word.start, word.end)]
+    if lengths is None:
+        lengths = [len(p) - (len(WORDPIECE_CONTINUATION) if i else 0) for i, p in enumerate(pieces)]
     spans, offset = [], 0
-    for i, piece in enumerate(pieces):
-        length = len(piece) - (len(WORDPIECE_CONTINUATION) if i else 0)
+    for i, (piece, length) in enumerate(zip(pieces, lengths)):
         start = min(word.start + offset, word.end)
         end = word.end if i == len(pieces) - 1 else min(word.start + offset + length, word.end)
         spans.append(Token(piece, start, end))
@@ -115,6 +119,32 @@ class WordPieceOffsets:
         tokens: List[Token] = []
         for word in word_tokens(text, self.lowercase):
             tokens.extend(piece_spans(self._pieces(word.text), word))
+        return tokens
+
+
+class SentencePieceOffsets:
+    """Sentencepiece pieces of each basic token, with character spans.
+
+    Each word (or punctuation mark) of :func:`word_tokens` is encoded alone, so a piece never crosses a
+    word and its span is exact; a piece's leading ``▁`` (the word boundary) spells no character. Models
+    trained on raw text may split punctuation next to a word differently than here.
+    """
+
+    def __init__(self, model_file: str, lowercase: bool = False):
+        import sentencepiece as spm
+
+        self.processor = spm.SentencePieceProcessor(model_file=model_file)
+        self.lowercase = lowercase
+        self._pieces = functools.lru_cache(maxsize=WORD_CACHE_SIZE)(self._pieces_uncached)
+
+    def _pieces_uncached(self, word: str) -> List[str]:
+        return self.processor.encode(word, out_type=str)
+
+    def __call__(self, text: str) -> List[Token]:
+        tokens: List[Token] = []
+        for word in word_tokens(text, self.lowercase):
+            pieces = self._pieces(word.text)
+            tokens.extend(piece_spans(pieces, word, [len(p.lstrip(SENTENCEPIECE_SPACE)) for p in pieces]))
         return tokens
 
 

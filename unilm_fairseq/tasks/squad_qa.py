@@ -16,7 +16,7 @@ from fairseq.dataclass import ChoiceEnum, FairseqDataclass
 from fairseq.tasks import register_task
 from omegaconf import MISSING
 
-from ..data.offset_tokenizers import WordPieceOffsets, words_tokenizer
+from ..data.offset_tokenizers import SentencePieceOffsets, WordPieceOffsets, words_tokenizer
 from ..data.squad_dataset import SquadWindowDataset, tokenize_examples
 from ..data.squad_examples import SPECIALS_PER_WINDOW, read_squad_examples
 from ..pretrained import load_pretrained_weights
@@ -24,7 +24,7 @@ from .shared_dictionary import SharedDictionaryTask
 
 logger = logging.getLogger(__name__)
 
-TOKENIZERS = ("wordpiece", "words")
+TOKENIZERS = ("wordpiece", "sentencepiece", "words")
 TASK_HEADS = ("classification_heads.", "span_heads.")  # fine-tuning heads of unilmv2 models
 # file names of the official releases, tried after "{split}.json"
 OFFICIAL_NAMES = {
@@ -42,9 +42,14 @@ class SquadQAConfig(FairseqDataclass):
         default="wordpiece",
         metadata={
             "help": "wordpiece: BERT basic tokens split into the dictionary's WordPiece pieces (## marks "
-            "a continuation); words: BERT basic tokens (words and punctuation marks) as they are"
+            "a continuation); sentencepiece: those tokens encoded by --qa-sentencepiece-model; words: BERT "
+            "basic tokens (words and punctuation marks) as they are"
         },
     )
+    qa_sentencepiece_model: Optional[str] = field(
+        default=None, metadata={"help": "sentencepiece model for --qa-tokenizer sentencepiece (pass --cased "
+                                        "for a cased model)"},
+    )  # fmt: skip
     cased: bool = field(
         default=False, metadata={"help": "keep case and accents (by default lowercased, accents stripped)"}
     )
@@ -87,6 +92,13 @@ class SquadQATask(SharedDictionaryTask):
         lowercase = not cfg.cased
         if cfg.qa_tokenizer == "wordpiece":
             self.tokenize = WordPieceOffsets(dictionary.symbols, lowercase)
+        elif cfg.qa_tokenizer == "sentencepiece":
+            model = cfg.qa_sentencepiece_model
+            if not model or not os.path.isfile(model):
+                raise FileNotFoundError(
+                    f"--qa-tokenizer sentencepiece needs --qa-sentencepiece-model (got {model!r})"
+                )
+            self.tokenize = SentencePieceOffsets(model, lowercase)
         else:
             self.tokenize = words_tokenizer(lowercase)
 
