@@ -43,8 +43,8 @@ class Window(NamedTuple):
     """One model input: passage tokens ``[doc_start, doc_start + length)`` of question ``example``.
 
     ``start``/``end``: positions of the answer's first/last token in the packed input, ``(0, 0)`` when
-    the window does not hold the whole answer; ``max_context[i]``: this window is the best place to
-    read passage token ``doc_start + i``.
+    the window does not hold the whole answer; ``max_context`` ``(length,)`` bool: ``max_context[i]``
+    says this window is the best place to read passage token ``doc_start + i``.
     """
 
     example: int
@@ -52,7 +52,7 @@ class Window(NamedTuple):
     length: int
     start: int
     end: int
-    max_context: Tuple[bool, ...]
+    max_context: np.ndarray
 
 
 def read_squad_examples(path: str, stats: Optional[Counter] = None) -> List[Example]:
@@ -123,8 +123,8 @@ def doc_windows(num_tokens: int, max_tokens: int, stride: int) -> List[Tuple[int
         start += min(length, stride)
 
 
-def max_context_flags(windows: Sequence[Tuple[int, int]]) -> List[Tuple[bool, ...]]:
-    """For each window, whether it is the best window for each of its tokens.
+def max_context_flags(windows: Sequence[Tuple[int, int]]) -> List[np.ndarray]:
+    """For each window, a ``(length,)`` bool array: whether it is the best window for each of its tokens.
 
     A token's score in a window is ``min(tokens left of it, tokens right of it) + 0.01 * window length``;
     the window with the highest score wins, the first one on a tie.
@@ -135,7 +135,9 @@ def max_context_flags(windows: Sequence[Tuple[int, int]]) -> List[Tuple[bool, ..
             score = min(position - start, start + length - 1 - position) + MAX_CONTEXT_LENGTH_WEIGHT * length
             if position not in best or score > best[position][0]:
                 best[position] = (score, w)
-    return [tuple(best[p][1] == w for p in range(s, s + n)) for w, (s, n) in enumerate(windows)]
+    return [
+        np.array([best[p][1] == w for p in range(s, s + n)], dtype=bool) for w, (s, n) in enumerate(windows)
+    ]
 
 
 def example_windows(
