@@ -68,3 +68,28 @@ def weighted_joint_loss(
     if mlm_tokens == 0 or mlm_weight == 0:
         return lm_sum
     return lm_sum + mlm_weight * mlm_sum * (lm_tokens / mlm_tokens)
+
+
+def span_losses(logits: Tensor, span_mask: Tensor, start: Tensor, end: Tensor) -> Tuple[Tensor, Tensor]:
+    """Cross-entropy of the answer's start and end positions over the positions a span may use.
+
+    Positions outside ``span_mask`` (the question, separators, padding) get the dtype's most negative
+    finite score, so they take no probability.
+
+    Args:
+        logits: ``(B, T, 2)`` start (``[..., 0]``) and end (``[..., 1]``) scores.
+        span_mask: ``(B, T)`` bool, True where a span may start or end; each target must be inside it.
+        start, end: ``(B,)`` target positions.
+    Returns:
+        ``(start_loss, end_loss)``, each ``(B,)`` in nats, computed in float32.
+    """
+    scores = masked_span_scores(logits, span_mask).float()
+    lprobs = torch.log_softmax(scores, dim=1)  # B x T x 2
+    start_loss = -lprobs[:, :, 0].gather(1, start.unsqueeze(1)).squeeze(1)
+    end_loss = -lprobs[:, :, 1].gather(1, end.unsqueeze(1)).squeeze(1)
+    return start_loss, end_loss
+
+
+def masked_span_scores(logits: Tensor, span_mask: Tensor) -> Tensor:
+    """``(B, T, 2)`` logits with positions outside ``(B, T)`` ``span_mask`` set to ``finfo(dtype).min``."""
+    return logits.masked_fill(~span_mask.unsqueeze(-1), torch.finfo(logits.dtype).min)
