@@ -20,8 +20,8 @@
 #   WEIGHT_DECAY=0.01    AdamW-style decoupled weight decay; Adam betas (0.9, 0.98), eps 1e-6 as in
 #                        UniLMv2's optimizer description
 #   The batch size, learning rate, epochs and warm-up above are the usual BERT-family SQuAD settings
-#   (batch 32, 2e-5, 3 epochs, 10% warm-up); they could not be checked against the UniLMv2 paper's
-#   fine-tuning table here: compare with Bao et al. (2020), appendix, before reporting numbers.
+#   (batch 32, 2e-5, 3 epochs, 10% warm-up), not the UniLMv2 paper's fine-tuning table: compare with
+#   Bao et al. (2020), appendix, before reporting numbers.
 #   NULL_THRESHOLD=0.0   v2.0: answer "" when the null score beats the best span by more than this
 #                        (BERT run_squad.py default; tune it on dev with --null-odds-output)
 #   BATCH_PER_GPU=32     windows per GPU per step (not from a source: fit it to your GPUs; the update
