@@ -7,12 +7,11 @@ the encoder's masked-LM loss with weight ``--mlm-weight``.
 """
 
 import logging
-import os
 from dataclasses import dataclass, field
 from typing import Optional
 
 import numpy as np
-from fairseq.data import Dictionary, LanguagePairDataset, data_utils
+from fairseq.data import Dictionary, LanguagePairDataset
 from fairseq.dataclass import FairseqDataclass
 from fairseq.tasks import register_task
 from omegaconf import II, MISSING
@@ -97,13 +96,6 @@ class PALMPretrainTask(SharedDictionaryTask):
         if cfg.mlm_weight < 0:
             raise ValueError(f"--mlm-weight must be >= 0, got {cfg.mlm_weight}")
 
-    @classmethod
-    def setup_task(cls, cfg: PALMPretrainConfig, **kwargs):
-        paths = cls.data_paths(cfg.data)
-        dictionary = cls.load_dictionary(os.path.join(paths[0], "dict.txt"))
-        logger.info("dictionary: %d types", len(dictionary))
-        return cls(cfg, dictionary)
-
     @property
     def trains_mlm(self) -> bool:
         return self.cfg.stage == 1 or self.cfg.mlm_weight > 0
@@ -113,11 +105,7 @@ class PALMPretrainTask(SharedDictionaryTask):
         return self.cfg.stage == 2
 
     def load_dataset(self, split, epoch=1, combine=False, **kwargs):
-        paths = self.data_paths(self.cfg.data)
-        split_path = os.path.join(paths[(epoch - 1) % len(paths)], split)
-        lines = data_utils.load_indexed_dataset(split_path, self.dictionary, combine=combine)
-        if lines is None:
-            raise FileNotFoundError(f"dataset not found: {split} ({split_path})")
+        lines = self.load_lines(split, epoch, combine)
         text_lengths = np.asarray(lines.sizes) - 1  # fairseq-preprocess closes every line with </s>
         fragments, stats = corpus_fragments(
             text_lengths, self.cfg.max_fragment_tokens, self.cfg.context_ratio, self.cfg.boundary_tolerance
@@ -140,7 +128,7 @@ class PALMPretrainTask(SharedDictionaryTask):
             stats.split_mid_sentence,
         )
         if not fragments:
-            raise ValueError(f"{split} ({split_path}): no document holds a context/continuation pair")
+            raise ValueError(f"{split} (in {self.cfg.data}): no document holds a context/continuation pair")
         self.datasets[split] = PALMPretrainDataset(
             lines,
             fragments,

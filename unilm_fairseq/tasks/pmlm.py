@@ -1,11 +1,10 @@
 """Task ``pmlm``: UniLMv2 pre-training with the pseudo-masked language model."""
 
 import logging
-import os
 from dataclasses import dataclass, field
 
 import numpy as np
-from fairseq.data import Dictionary, TokenBlockDataset, data_utils
+from fairseq.data import Dictionary, TokenBlockDataset
 from fairseq.dataclass import ChoiceEnum, FairseqDataclass
 from fairseq.tasks import register_task
 from omegaconf import II, MISSING
@@ -71,19 +70,8 @@ class PMLMTask(SharedDictionaryTask):
         super().__init__(cfg, dictionary)
         self.mask_idx = dictionary.index("<mask>")
 
-    @classmethod
-    def setup_task(cls, cfg: PMLMConfig, **kwargs):
-        paths = cls.data_paths(cfg.data)
-        dictionary = cls.load_dictionary(os.path.join(paths[0], "dict.txt"))
-        logger.info("dictionary: %d types", len(dictionary))
-        return cls(cfg, dictionary)
-
     def load_dataset(self, split, epoch=1, combine=False, **kwargs):
-        paths = self.data_paths(self.cfg.data)
-        split_path = os.path.join(paths[(epoch - 1) % len(paths)], split)
-        lines = data_utils.load_indexed_dataset(split_path, self.dictionary, combine=combine)
-        if lines is None:
-            raise FileNotFoundError(f"dataset not found: {split} ({split_path})")
+        lines = self.load_lines(split, epoch, combine)
         block_size = self.cfg.tokens_per_sample - SPECIAL_TOKENS_PER_PAIR
         if block_size < 1:
             raise ValueError(f"--tokens-per-sample {self.cfg.tokens_per_sample} leaves no room for text")

@@ -1,9 +1,15 @@
 """What the plugin's tasks share: one dictionary for source and target, with ``<mask>``."""
 
+import logging
+import os
+
 from fairseq import utils
+from fairseq.data import data_utils
 from fairseq.tasks import FairseqTask
 
 from ..data.dictionary import load_dictionary_with_mask
+
+logger = logging.getLogger(__name__)
 
 
 class SharedDictionaryTask(FairseqTask):
@@ -16,6 +22,22 @@ class SharedDictionaryTask(FairseqTask):
     @classmethod
     def load_dictionary(cls, filename):
         return load_dictionary_with_mask(filename)
+
+    @classmethod
+    def setup_task(cls, cfg, **kwargs):
+        """Load ``dict.txt`` from the first data directory."""
+        dictionary = cls.load_dictionary(os.path.join(cls.data_paths(cfg.data)[0], "dict.txt"))
+        logger.info("dictionary: %d types", len(dictionary))
+        return cls(cfg, dictionary)
+
+    def load_lines(self, split: str, epoch: int = 1, combine: bool = False):
+        """The binarized lines of ``split``, from one data directory per epoch (round-robin)."""
+        paths = self.data_paths(self.cfg.data)
+        split_path = os.path.join(paths[(epoch - 1) % len(paths)], split)
+        lines = data_utils.load_indexed_dataset(split_path, self.dictionary, combine=combine)
+        if lines is None:
+            raise FileNotFoundError(f"dataset not found: {split} ({split_path})")
+        return lines
 
     @staticmethod
     def data_paths(data: str):

@@ -82,9 +82,7 @@ class SquadQATask(SharedDictionaryTask):
                 f"--max-seq-length {cfg.max_seq_length} leaves no room for the passage after a question of "
                 f"--max-query-length {cfg.max_query_length} tokens and {SPECIALS_PER_WINDOW} special tokens"
             )
-        dictionary = cls.load_dictionary(os.path.join(cls.data_paths(cfg.data)[0], "dict.txt"))
-        logger.info("dictionary: %d types", len(dictionary))
-        return cls(cfg, dictionary)
+        return super().setup_task(cfg, **kwargs)
 
     def __init__(self, cfg, dictionary):
         super().__init__(cfg, dictionary)
