@@ -145,3 +145,46 @@ def test_continuation_from_the_pretrained_model(stages):
         max_fragment_tokens=96,
     )  # fmt: skip
     assert palm.generate([context], beam=3, max_len_b=12, no_repeat_ngram_size=2) == hypotheses
+
+
+def test_pretrained_model_fine_tunes_generates_and_scores(stages, tmp_path):
+    """The whole journey: stage 2 -> palm_seq2seq fine-tuning on real-text pairs -> generate -> ROUGE.
+
+    Pairs are consecutive sentences of the held-out text (sentence -> the next one), in the
+    pre-training pieces, binarized with the pre-training dict.txt.
+    """
+    work, _, _ = stages
+    sentences = [s for s in (work / "text" / "valid.spm").read_text().splitlines() if s.strip()]
+    pairs = list(zip(sentences, sentences[1:]))
+    assert len(pairs) >= 20
+    for split, chunk in (("train", pairs), ("valid", pairs[:8]), ("test", pairs[8:20])):
+        (tmp_path / f"{split}.src").write_text("".join(s + "\n" for s, _ in chunk))
+        (tmp_path / f"{split}.tgt").write_text("".join(t + "\n" for _, t in chunk))
+    dictionary = str(work / "bin" / "dict.txt")
+    run_cli(["fairseq-preprocess", "--source-lang", "src", "--target-lang", "tgt", "--srcdict", dictionary,
+             "--tgtdict", dictionary, "--trainpref", str(tmp_path / "train"), "--validpref",
+             str(tmp_path / "valid"), "--testpref", str(tmp_path / "test"),
+             "--destdir", str(tmp_path / "bin"), "--workers", "1"])  # fmt: skip
+    stage2 = str(work / "stage2" / "checkpoint_last.pt")
+    train = run_cli(["fairseq-train", str(tmp_path / "bin"), "--user-dir", "unilm_fairseq",
+                     "--task", "palm_seq2seq", "--arch", "palm_tiny", "--pretrained-checkpoint", stage2,
+                     "--criterion", "label_smoothed_cross_entropy", "--label-smoothing", "0.1",
+                     "--max-source-positions", "97", "--max-target-positions", "97", "--truncate-source",
+                     "--batch-size", "8", "--optimizer", "adam", "--lr", "1e-3", "--max-update", "4",
+                     "--log-format", "simple", "--log-interval", "1", "--num-workers", "0", "--seed", "3",
+                     "--cpu", "--save-dir", str(tmp_path / "ckpt"), "--no-epoch-checkpoints"])  # fmt: skip
+    log = train.stdout + train.stderr
+    assert f"initialised from {stage2}" in log  # the pre-trained weights were loaded
+    assert "not loading the encoder MLM head (fine-tuning has none)" in log
+    assert re.search(r"valid on 'valid' subset .*\| nll_loss [\d.]+", log), log[-2000:]
+    out = run_cli(["fairseq-generate", str(tmp_path / "bin"), "--user-dir", "unilm_fairseq",
+                   "--task", "palm_seq2seq", "--path", str(tmp_path / "ckpt" / "checkpoint_last.pt"),
+                   "--gen-subset", "test", "--beam", "3", "--lenpen", "1.0", "--min-len", "3",
+                   "--max-len-b", "12", "--no-repeat-ngram-size", "3", "--truncate-source",
+                   "--batch-size", "8", "--required-batch-size-multiple", "1", "--cpu",
+                   "--scoring", "rouge"])  # fmt: skip
+    hypotheses = re.findall(r"^H-\d+\t\S+\t(.*)$", out.stdout, re.M)
+    assert len(hypotheses) == 12  # every test pair, none dropped
+    assert all(len(h.split()) >= 3 for h in hypotheses)  # --min-len held
+    rouge = re.search(r"ROUGE-1 = ([\d.]+), ROUGE-2 = ([\d.]+), ROUGE-L = ([\d.]+)", out.stdout)
+    assert rouge and all(0.0 <= float(v) <= 100.0 for v in rouge.groups()), out.stdout[-2000:]
