@@ -57,6 +57,12 @@ def load_pretrained_weights(model, path: str) -> None:
         )
     if POSITION_TABLE in state:
         state[POSITION_TABLE] = fit_position_table(state[POSITION_TABLE], own[POSITION_TABLE].size(0))
+    load_fitting_state(model, state, path)
+
+
+def load_fitting_state(model, state, path: str) -> None:
+    """Load ``state`` (read from ``path``) strictly; a clear error names what does not fit."""
+    own = model.state_dict()
     missing = sorted(set(own) - set(state))
     unexpected = sorted(set(state) - set(own))
     mismatched = [k for k in own if k in state and state[k].shape != own[k].shape]

@@ -7,6 +7,7 @@ from fairseq import checkpoint_utils
 from torch import Tensor
 
 from .models.unilmv2 import UniLMv2Config
+from .pretrained import load_fitting_state
 
 logger = logging.getLogger(__name__)
 
@@ -59,16 +60,7 @@ def load_palm_weights(model, path: str) -> None:
             del state[key]
         if dropped:
             logger.info("not loading %s: %d tensors under %s", part, len(dropped), prefix)
-    missing = sorted(set(own) - set(state))
-    unexpected = sorted(set(state) - set(own))
-    mismatched = [k for k in own if k in state and state[k].shape != own[k].shape]
-    if missing or unexpected or mismatched:
-        raise ValueError(
-            f"{path} does not fit this model: missing {missing[:5]}, unexpected {unexpected[:5]}, "
-            f"shape mismatches {[(k, tuple(state[k].shape), tuple(own[k].shape)) for k in mismatched[:5]]}"
-        )
-    model.load_state_dict(state)
-    logger.info("initialised from %s", path)
+    load_fitting_state(model, state, path)
 
 
 # ------------------------------------------------------------------- the encoder from a unilmv2 checkpoint

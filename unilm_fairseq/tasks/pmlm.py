@@ -5,13 +5,12 @@ from dataclasses import dataclass, field
 
 import numpy as np
 from fairseq.data import Dictionary, TokenBlockDataset
-from fairseq.dataclass import ChoiceEnum, FairseqDataclass
+from fairseq.dataclass import ChoiceEnum
 from fairseq.tasks import register_task
-from omegaconf import II, MISSING
 
 from ..data import PMLMDataset, SegmentPairDataset
 from ..data.segment_pair_dataset import SPECIAL_TOKENS_PER_PAIR
-from .shared_dictionary import SharedDictionaryTask
+from .shared_dictionary import SharedDictionaryTask, TextBlocksConfig
 
 logger = logging.getLogger(__name__)
 
@@ -19,24 +18,7 @@ OBJECTIVES = ChoiceEnum(["ae,par", "ae", "par"])
 
 
 @dataclass
-class PMLMConfig(FairseqDataclass):
-    data: str = field(
-        default=MISSING,
-        metadata={
-            "help": "colon-separated data directories from fairseq-preprocess --only-source; "
-            "one is used per epoch, round-robin"
-        },
-    )
-    sample_break_mode: ChoiceEnum(["none", "complete", "complete_doc"]) = field(
-        default="complete_doc",
-        metadata={
-            "help": "how blocks are cut: 'none' fills blocks regardless of sentences, 'complete' keeps "
-            "whole sentences, 'complete_doc' also stops at documents (empty lines)"
-        },
-    )
-    tokens_per_sample: int = field(
-        default=512, metadata={"help": "block length, [SOS] and both [EOS] included"}
-    )
+class PMLMConfig(TextBlocksConfig):
     mask_prob: float = field(default=0.15, metadata={"help": "fraction of tokens masked (Algorithm 1)"})
     span_prob: float = field(default=0.4, metadata={"help": "probability that a masking step is a span"})
     min_span_length: int = field(default=2, metadata={"help": "shortest masked span"})
@@ -57,7 +39,6 @@ class PMLMConfig(FairseqDataclass):
         default=False,
         metadata={"help": "factorize one token per step (AR) instead of one span per step (PAR)"},
     )
-    seed: int = II("common.seed")
 
 
 @register_task("pmlm", dataclass=PMLMConfig)

@@ -2,14 +2,41 @@
 
 import logging
 import os
+from dataclasses import dataclass, field
 
 from fairseq import utils
 from fairseq.data import data_utils
+from fairseq.dataclass import ChoiceEnum, FairseqDataclass
 from fairseq.tasks import FairseqTask
+from omegaconf import II, MISSING
 
 from ..data.dictionary import load_dictionary_with_mask
 
 logger = logging.getLogger(__name__)
+
+
+@dataclass
+class TextBlocksConfig(FairseqDataclass):
+    """Options of the pre-training tasks that cut monolingual text into blocks (``pmlm``, ``unilm``)."""
+
+    data: str = field(
+        default=MISSING,
+        metadata={
+            "help": "colon-separated data directories from fairseq-preprocess --only-source (empty lines "
+            "separate documents); one is used per epoch, round-robin"
+        },
+    )
+    sample_break_mode: ChoiceEnum(["none", "complete", "complete_doc"]) = field(
+        default="complete_doc",
+        metadata={
+            "help": "how blocks are cut: 'none' fills blocks regardless of sentences, 'complete' keeps "
+            "whole sentences, 'complete_doc' also stops at documents (empty lines)"
+        },
+    )
+    tokens_per_sample: int = field(
+        default=512, metadata={"help": "longest example, [SOS] and [EOS] tokens included"}
+    )
+    seed: int = II("common.seed")
 
 
 class SharedDictionaryTask(FairseqTask):

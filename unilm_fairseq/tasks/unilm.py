@@ -11,9 +11,7 @@ from typing import List, Optional
 
 import numpy as np
 from fairseq.data import Dictionary, TokenBlockDataset
-from fairseq.dataclass import ChoiceEnum, FairseqDataclass
 from fairseq.tasks import register_task
-from omegaconf import II, MISSING
 
 from ..data.segment_pair_dataset import SPECIAL_TOKENS_PER_PAIR
 from ..data.unilm_cloze_dataset import UniLMClozeDataset
@@ -24,31 +22,14 @@ from ..data.unilm_objectives import (
     block_document_ranges,
 )
 from ..pretrained import load_pretrained_weights
-from .shared_dictionary import SharedDictionaryTask
+from .shared_dictionary import SharedDictionaryTask, TextBlocksConfig
 
 logger = logging.getLogger(__name__)
 DOCUMENT_SEP_LEN = 1  # an empty line binarizes to its eos alone
 
 
 @dataclass
-class UniLMConfig(FairseqDataclass):
-    data: str = field(
-        default=MISSING,
-        metadata={
-            "help": "colon-separated data directories from fairseq-preprocess --only-source (empty lines "
-            "separate documents); one is used per epoch, round-robin"
-        },
-    )
-    sample_break_mode: ChoiceEnum(["none", "complete", "complete_doc"]) = field(
-        default="complete_doc",
-        metadata={
-            "help": "how blocks are cut: 'none' fills blocks regardless of sentences, 'complete' keeps "
-            "whole sentences, 'complete_doc' also stops at documents (empty lines)"
-        },
-    )
-    tokens_per_sample: int = field(
-        default=512, metadata={"help": "longest example, [SOS] and [EOS] tokens included"}
-    )
+class UniLMConfig(TextBlocksConfig):
     objective_weights: List[float] = field(
         default_factory=lambda: [2.0, 2.0, 1.0, 1.0],
         metadata={
@@ -86,7 +67,6 @@ class UniLMConfig(FairseqDataclass):
             "fills segment ids 0-1, ids 2-5 and the NSP head start fresh. Ignored when resuming"
         },
     )
-    seed: int = II("common.seed")
 
 
 @register_task("unilm", dataclass=UniLMConfig)
