@@ -4,13 +4,12 @@ import logging
 from dataclasses import dataclass, field
 
 import numpy as np
-from fairseq.data import Dictionary, TokenBlockDataset
+from fairseq.data import Dictionary
 from fairseq.dataclass import ChoiceEnum
 from fairseq.tasks import register_task
 
 from ..data import PMLMDataset, SegmentPairDataset
-from ..data.segment_pair_dataset import SPECIAL_TOKENS_PER_PAIR
-from .shared_dictionary import SharedDictionaryTask, TextBlocksConfig
+from .shared_dictionary import DOCUMENT_SEP_LEN, SharedDictionaryTask, TextBlocksConfig, text_blocks
 
 logger = logging.getLogger(__name__)
 
@@ -53,20 +52,9 @@ class PMLMTask(SharedDictionaryTask):
 
     def load_dataset(self, split, epoch=1, combine=False, **kwargs):
         lines = self.load_lines(split, epoch, combine)
-        block_size = self.cfg.tokens_per_sample - SPECIAL_TOKENS_PER_PAIR
-        if block_size < 1:
-            raise ValueError(f"--tokens-per-sample {self.cfg.tokens_per_sample} leaves no room for text")
+        blocks, block_size = text_blocks(lines, self.dictionary, self.cfg)
         sizes = np.asarray(lines.sizes)
-        blocks = TokenBlockDataset(
-            lines,
-            sizes,
-            block_size,
-            pad=self.dictionary.pad(),
-            eos=self.dictionary.eos(),
-            break_mode=self.cfg.sample_break_mode,
-            document_sep_len=1,
-        )
-        empty = sizes <= 1  # just the eos fairseq-preprocess appends
+        empty = sizes <= DOCUMENT_SEP_LEN  # just the eos fairseq-preprocess appends
         document_sizes = np.bincount(np.cumsum(empty)[~empty], weights=sizes[~empty])
         logger.info(
             "%s: %d lines, %d empty (document breaks) -> %d documents, %d shorter than one block of %d "

@@ -5,12 +5,13 @@ import os
 from dataclasses import dataclass, field
 
 from fairseq import utils
-from fairseq.data import data_utils
+from fairseq.data import TokenBlockDataset, data_utils
 from fairseq.dataclass import ChoiceEnum, FairseqDataclass
 from fairseq.tasks import FairseqTask
 from omegaconf import II, MISSING
 
 from ..data.dictionary import load_dictionary_with_mask
+from ..data.segment_pair_dataset import SPECIAL_TOKENS_PER_PAIR
 
 logger = logging.getLogger(__name__)
 
@@ -37,6 +38,30 @@ class TextBlocksConfig(FairseqDataclass):
         default=512, metadata={"help": "longest example, [SOS] and [EOS] tokens included"}
     )
     seed: int = II("common.seed")
+
+
+DOCUMENT_SEP_LEN = 1  # an empty line binarizes to its eos alone
+
+
+def text_blocks(lines, dictionary, cfg: TextBlocksConfig):
+    """Cut binarized lines into blocks that leave room for "[SOS] A [EOS] B [EOS]".
+
+    Returns the ``TokenBlockDataset`` and the block size (``--tokens-per-sample`` minus the pair's
+    special tokens); a size below one token is a clear error.
+    """
+    block_size = cfg.tokens_per_sample - SPECIAL_TOKENS_PER_PAIR
+    if block_size < 1:
+        raise ValueError(f"--tokens-per-sample {cfg.tokens_per_sample} leaves no room for text")
+    blocks = TokenBlockDataset(
+        lines,
+        lines.sizes,
+        block_size,
+        pad=dictionary.pad(),
+        eos=dictionary.eos(),
+        break_mode=cfg.sample_break_mode,
+        document_sep_len=DOCUMENT_SEP_LEN,
+    )
+    return blocks, block_size
 
 
 class SharedDictionaryTask(FairseqTask):

@@ -10,10 +10,9 @@ from dataclasses import dataclass, field
 from typing import List, Optional
 
 import numpy as np
-from fairseq.data import Dictionary, TokenBlockDataset
+from fairseq.data import Dictionary
 from fairseq.tasks import register_task
 
-from ..data.segment_pair_dataset import SPECIAL_TOKENS_PER_PAIR
 from ..data.unilm_cloze_dataset import UniLMClozeDataset
 from ..data.unilm_objectives import (
     NUM_SEGMENTS,
@@ -22,10 +21,9 @@ from ..data.unilm_objectives import (
     block_document_ranges,
 )
 from ..pretrained import load_pretrained_weights
-from .shared_dictionary import SharedDictionaryTask, TextBlocksConfig
+from .shared_dictionary import DOCUMENT_SEP_LEN, SharedDictionaryTask, TextBlocksConfig, text_blocks
 
 logger = logging.getLogger(__name__)
-DOCUMENT_SEP_LEN = 1  # an empty line binarizes to its eos alone
 
 
 @dataclass
@@ -95,19 +93,8 @@ class UniLMTask(SharedDictionaryTask):
 
     def load_dataset(self, split, epoch=1, combine=False, **kwargs):
         lines = self.load_lines(split, epoch, combine)
-        block_size = self.cfg.tokens_per_sample - SPECIAL_TOKENS_PER_PAIR
-        if block_size < 1:
-            raise ValueError(f"--tokens-per-sample {self.cfg.tokens_per_sample} leaves no room for text")
+        blocks, block_size = text_blocks(lines, self.dictionary, self.cfg)
         sizes = np.asarray(lines.sizes)
-        blocks = TokenBlockDataset(
-            lines,
-            sizes,
-            block_size,
-            pad=self.dictionary.pad(),
-            eos=self.dictionary.eos(),
-            break_mode=self.cfg.sample_break_mode,
-            document_sep_len=DOCUMENT_SEP_LEN,
-        )
         block_lines = np.asarray(blocks.block_to_dataset_index)[:, [0, 2]]
         first_doc, last_doc = block_document_ranges(sizes, block_lines, DOCUMENT_SEP_LEN)
         objectives = UniLMObjectiveDataset(
