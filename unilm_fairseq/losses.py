@@ -15,7 +15,14 @@ def token_losses(logits: Tensor, target: Tensor, label_smoothing: float = 0.0) -
     Returns:
         ``(loss, nll_loss)``, each ``(N,)``.
     """
-    lprobs = torch.log_softmax(logits.float(), dim=-1)
+    return lprob_losses(torch.log_softmax(logits.float(), dim=-1), target, label_smoothing)
+
+
+def lprob_losses(lprobs: Tensor, target: Tensor, label_smoothing: float = 0.0) -> Tuple[Tensor, Tensor]:
+    """Per-token (smoothed) NLL in nats under given ``(N, V)`` log-probabilities; ``(N,)`` targets.
+
+    Returns ``(loss, nll_loss)``, each ``(N,)``.
+    """
     loss, nll = label_smoothed_nll_loss(lprobs, target, label_smoothing, reduce=False)
     return loss.view(-1), nll.view(-1)
 
@@ -50,9 +57,7 @@ def sequence_token_losses(
         ``(loss, nll_loss)``, each ``(N,)`` over the non-pad targets in row-major order.
     """
     keep = target.ne(pad)
-    lprobs = lprobs.float()[keep]  # N x V
-    loss, nll = label_smoothed_nll_loss(lprobs, target[keep], label_smoothing, reduce=False)
-    return loss.view(-1), nll.view(-1)
+    return lprob_losses(lprobs.float()[keep], target[keep], label_smoothing)  # over N x V
 
 
 def weighted_joint_loss(

@@ -1,6 +1,5 @@
 """Criterion ``ae_par``: UniLMv2's L = L_AE + L_PAR (Eq. 7) from one forward pass."""
 
-import math
 from dataclasses import dataclass, field
 
 from fairseq import metrics
@@ -8,6 +7,7 @@ from fairseq.criterions import FairseqCriterion, register_criterion
 from fairseq.dataclass import FairseqDataclass
 
 from ..losses import token_losses
+from .reduce import log_base2, summed
 
 
 @dataclass
@@ -53,21 +53,17 @@ class AEPARCriterion(FairseqCriterion):
     @staticmethod
     def reduce_metrics(logging_outputs) -> None:
         def total(key):
-            return sum(log.get(key, 0) for log in logging_outputs)
+            return summed(logging_outputs, key)
 
         sample_size = total("sample_size")
         predicted = total("ae_tokens") + total("par_tokens")
-        metrics.log_scalar("loss", total("loss") / max(sample_size, 1) / math.log(2), sample_size, round=3)
-        metrics.log_scalar(
-            "nll_loss", total("nll_loss") / max(predicted, 1) / math.log(2), predicted, round=3
-        )
+        log_base2("loss", total("loss"), sample_size)
+        log_base2("nll_loss", total("nll_loss"), predicted)
         metrics.log_derived("ppl", lambda meters: 2 ** meters["nll_loss"].avg)
         for name in ("ae", "par"):
             count = total(f"{name}_tokens")
             if count:
-                metrics.log_scalar(
-                    f"{name}_loss", total(f"{name}_loss") / count / math.log(2), count, round=3
-                )
+                log_base2(f"{name}_loss", total(f"{name}_loss"), count)
 
     @staticmethod
     def logging_outputs_can_be_summed() -> bool:

@@ -1,6 +1,5 @@
 """Criterion ``palm``: PALM's pre-training losses (encoder masked LM; decoder continuation)."""
 
-import math
 from dataclasses import dataclass, field
 
 from fairseq import metrics
@@ -8,6 +7,7 @@ from fairseq.criterions import FairseqCriterion, register_criterion
 from fairseq.dataclass import FairseqDataclass
 
 from ..losses import sequence_token_losses, token_losses, weighted_joint_loss
+from .reduce import log_base2, summed
 
 
 @dataclass
@@ -72,20 +72,16 @@ class PALMCriterion(FairseqCriterion):
     @staticmethod
     def reduce_metrics(logging_outputs) -> None:
         def total(key):
-            return sum(log.get(key, 0) for log in logging_outputs)
+            return summed(logging_outputs, key)
 
-        def per_token_base2(key, count):
-            return total(key) / max(count, 1) / math.log(2)
-
-        sample_size = total("sample_size")
-        metrics.log_scalar("loss", per_token_base2("loss", sample_size), sample_size, round=3)
+        log_base2("loss", total("loss"), total("sample_size"))
         mlm_tokens, lm_tokens = total("mlm_tokens"), total("lm_tokens")
         if any("mlm_loss" in log for log in logging_outputs):
-            metrics.log_scalar("mlm_loss", per_token_base2("mlm_loss", mlm_tokens), mlm_tokens, round=3)
+            log_base2("mlm_loss", total("mlm_loss"), mlm_tokens)
             metrics.log_derived("mlm_ppl", lambda meters: 2 ** meters["mlm_loss"].avg)
         if lm_tokens:
-            metrics.log_scalar("lm_loss", per_token_base2("lm_loss", lm_tokens), lm_tokens, round=3)
-            metrics.log_scalar("nll_loss", per_token_base2("nll_loss", lm_tokens), lm_tokens, round=3)
+            log_base2("lm_loss", total("lm_loss"), lm_tokens)
+            log_base2("nll_loss", total("nll_loss"), lm_tokens)
             metrics.log_derived("ppl", lambda meters: 2 ** meters["nll_loss"].avg)
 
     @staticmethod

@@ -1,11 +1,10 @@
 """Criterion ``squad_span``: cross-entropy of an answer's start and end positions (extractive QA)."""
 
-import math
-
 from fairseq import metrics
 from fairseq.criterions import FairseqCriterion, register_criterion
 
 from ..losses import masked_span_scores, span_losses
+from .reduce import log_base2, summed
 
 
 @register_criterion("squad_span")
@@ -44,10 +43,10 @@ class SquadSpanCriterion(FairseqCriterion):
     @staticmethod
     def reduce_metrics(logging_outputs) -> None:
         def total(key):
-            return sum(log.get(key, 0) for log in logging_outputs)
+            return summed(logging_outputs, key)
 
         windows = max(total("sample_size"), 1)
-        metrics.log_scalar("loss", total("loss") / windows / math.log(2), windows, round=3)
+        log_base2("loss", total("loss"), windows)
         for name in ("start", "end", "span"):
             metrics.log_scalar(f"{name}_acc", 100.0 * total(f"{name}_correct") / windows, windows, round=1)
 

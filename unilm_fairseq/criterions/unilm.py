@@ -1,6 +1,5 @@
 """Criterion ``unilm``: UniLM v1's cloze losses of all four LM objectives plus NSP."""
 
-import math
 from dataclasses import dataclass, field
 
 from fairseq import metrics
@@ -9,6 +8,7 @@ from fairseq.dataclass import FairseqDataclass
 
 from ..data.unilm_objectives import NO_NSP, OBJECTIVE_NAMES
 from ..losses import grouped_sums, sentence_losses, token_losses
+from .reduce import log_base2, summed
 
 
 @dataclass
@@ -70,23 +70,19 @@ class UniLMCriterion(FairseqCriterion):
     @staticmethod
     def reduce_metrics(logging_outputs) -> None:
         def total(key):
-            return sum(log.get(key, 0) for log in logging_outputs)
+            return summed(logging_outputs, key)
 
         sample_size = total("sample_size")
-        metrics.log_scalar("loss", total("loss") / max(sample_size, 1) / math.log(2), sample_size, round=3)
-        metrics.log_scalar(
-            "nll_loss", total("nll_loss") / max(sample_size, 1) / math.log(2), sample_size, round=3
-        )
+        log_base2("loss", total("loss"), sample_size)
+        log_base2("nll_loss", total("nll_loss"), sample_size)
         metrics.log_derived("ppl", lambda meters: 2 ** meters["nll_loss"].avg)
         for name in OBJECTIVE_NAMES:
             count = total(f"{name}_tokens")
             if count:
-                metrics.log_scalar(
-                    f"{name}_loss", total(f"{name}_loss") / count / math.log(2), count, round=3
-                )
+                log_base2(f"{name}_loss", total(f"{name}_loss"), count)
         examples = total("nsp_examples")
         if examples:
-            metrics.log_scalar("nsp_loss", total("nsp_loss") / examples / math.log(2), examples, round=3)
+            log_base2("nsp_loss", total("nsp_loss"), examples)
             metrics.log_scalar("nsp_acc", total("nsp_correct") / examples, examples, round=3)
         metrics.log_scalar("nsp_skipped", total("nsp_skipped"), round=1)
         metrics.log_scalar("trimmed", total("trimmed"), round=1)

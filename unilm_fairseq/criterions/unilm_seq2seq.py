@@ -1,6 +1,5 @@
 """Criterion ``unilm_seq2seq``: (label-smoothed) cross-entropy on the predicted target tokens."""
 
-import math
 from dataclasses import dataclass, field
 
 from fairseq import metrics
@@ -8,6 +7,7 @@ from fairseq.criterions import FairseqCriterion, register_criterion
 from fairseq.dataclass import FairseqDataclass
 
 from ..losses import token_losses
+from .reduce import log_base2, summed
 
 
 @dataclass
@@ -45,11 +45,10 @@ class UniLMSeq2SeqCriterion(FairseqCriterion):
     @staticmethod
     def reduce_metrics(logging_outputs) -> None:
         def total(key):
-            return sum(log.get(key, 0) for log in logging_outputs)
+            return summed(logging_outputs, key)
 
-        sample_size, ntokens = total("sample_size"), total("ntokens")
-        metrics.log_scalar("loss", total("loss") / max(sample_size, 1) / math.log(2), sample_size, round=3)
-        metrics.log_scalar("nll_loss", total("nll_loss") / max(ntokens, 1) / math.log(2), ntokens, round=3)
+        log_base2("loss", total("loss"), total("sample_size"))
+        log_base2("nll_loss", total("nll_loss"), total("ntokens"))
         metrics.log_derived("ppl", lambda meters: 2 ** meters["nll_loss"].avg)
 
     @staticmethod
