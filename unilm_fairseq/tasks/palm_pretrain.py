@@ -85,6 +85,8 @@ class PALMPretrainConfig(FairseqDataclass):
 class PALMPretrainTask(SharedDictionaryTask):
     """Context/continuation pairs from monolingual text, masked contexts for the encoder's MLM."""
 
+    default_criterion = "palm"
+
     cfg: PALMPretrainConfig
 
     def __init__(self, cfg: PALMPretrainConfig, dictionary: Dictionary):

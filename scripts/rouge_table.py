@@ -1,0 +1,132 @@
+#!/usr/bin/env python
+"""One ROUGE table for several systems on the same test set, and a few outputs beside their references.
+
+    python scripts/rouge_table.py --ref text/test.tgt \\
+        --system lead=text/test.lead.hyp --system positional=text/test.positional.hyp \\
+        --generated model=gen.out --examples 5 --json scores.json
+
+``--lead SOURCES`` adds the lead baseline: the first sentence of each source line.
+``--system NAME=FILE`` is a file of hypotheses, one per line, parallel to ``--ref``.
+``--generated NAME=FILE`` is a ``fairseq-generate`` log: its ``D-<id>`` lines (``H-<id>`` without
+``--bpe``), one per id, are the hypotheses of references ``0..N-1``; ``--detok wordpiece`` joins "##"
+pieces left in them. A log with fewer hypotheses than references is an error, not a partial score.
+Every system is scored against the same ``--ref`` file (the raw references), so the rows compare.
+ROUGE is rouge-score's F1 with Porter stemming, the mean over pairs, x100. ``--examples N`` prints the
+first generated system's outputs for N pairs spread over the test set, with their references.
+"""
+
+import argparse
+import json
+import re
+import sys
+from typing import Dict, List, Tuple
+
+from unilm_fairseq.scoring.metrics import (
+    DETOKENIZERS,
+    GENERATE_LINE,
+    detokenize,
+    read_lines,
+    rouge_scores,
+)
+
+SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=\S)")
+COLUMNS = (("rouge1", "ROUGE-1"), ("rouge2", "ROUGE-2"), ("rougeL", "ROUGE-L"))
+
+
+def named_path(value: str) -> Tuple[str, str]:
+    name, sep, path = value.partition("=")
+    if not sep or not name or not path:
+        raise argparse.ArgumentTypeError(f"expected NAME=FILE, got {value!r}")
+    return name, path
+
+
+def first_sentence(text: str) -> str:
+    """The text up to its first sentence end (".", "!" or "?" followed by a space); all of it if none."""
+    return SENTENCE_END.split(text.strip(), maxsplit=1)[0]
+
+
+def generated_hypotheses(lines: List[str], count: int) -> List[str]:
+    """The best hypothesis of each id ``0..count-1`` of a ``fairseq-generate`` log."""
+    found: Dict[str, Dict[int, str]] = {"H": {}, "D": {}}
+    for line in lines:
+        match = GENERATE_LINE.match(line)
+        if match is None or match.group(1) == "T":
+            continue
+        found[match.group(1)].setdefault(int(match.group(2)), match.group(3).partition("\t")[2])
+    hyps = found["D"] or found["H"]
+    missing = [i for i in range(count) if i not in hyps]
+    if missing:
+        raise ValueError(
+            f"{len(missing)} of {count} test pairs have no hypothesis (first id {missing[0]}): "
+            "generation dropped or skipped them"
+        )
+    extra = sorted(set(hyps) - set(range(count)))
+    if extra:
+        raise ValueError(f"hypothesis id {extra[0]} is beyond the {count} references")
+    return [hyps[i] for i in range(count)]
+
+
+def parse_args(argv=None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--ref", required=True, help="references, one per line")
+    parser.add_argument("--system", type=named_path, action="append", default=[], help="NAME=hypothesis file")
+    parser.add_argument(
+        "--lead", help="sources, one per line: adds a 'lead' row, each source's first sentence"
+    )
+    parser.add_argument(
+        "--generated", type=named_path, action="append", default=[], help="NAME=fairseq-generate log"
+    )
+    parser.add_argument(
+        "--detok", choices=list(DETOKENIZERS), default="none", help="join subwords of --generated"
+    )
+    parser.add_argument("--examples", type=int, default=0, help="print N outputs of the first --generated")
+    parser.add_argument("--json", help="also write the scores (x100) to this JSON file")
+    args = parser.parse_args(argv)
+    if not args.system and not args.generated and not args.lead:
+        parser.error("give at least one --system or --generated")
+    return args
+
+
+def main(argv=None) -> int:
+    args = parse_args(argv)
+    try:
+        refs = read_lines(args.ref)
+        systems: Dict[str, List[str]] = {}
+        if args.lead:
+            sources = read_lines(args.lead)
+            if len(sources) != len(refs):
+                raise ValueError(f"{args.lead} has {len(sources)} lines but {args.ref} has {len(refs)}")
+            systems["lead"] = [first_sentence(s) for s in sources]
+        for name, path in args.system:
+            hyps = read_lines(path)
+            if len(hyps) != len(refs):
+                raise ValueError(f"{path} has {len(hyps)} lines but {args.ref} has {len(refs)}")
+            systems[name] = hyps
+        for name, path in args.generated:
+            hyps = generated_hypotheses(read_lines(path), len(refs))
+            systems[name] = [detokenize(h, args.detok) for h in hyps]
+    except (OSError, ValueError) as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 1
+    scores = {
+        name: {k: 100 * v for k, v in rouge_scores(hyps, refs).items()} for name, hyps in systems.items()
+    }
+    width = max(len(name) for name in systems) + 2
+    print(f"{'system':<{width}}" + "".join(f"{title:>9}" for _, title in COLUMNS) + f"   ({len(refs)} pairs)")
+    for name, row in scores.items():
+        print(f"{name:<{width}}" + "".join(f"{row[key]:>9.2f}" for key, _ in COLUMNS))
+    if args.examples and args.generated:
+        name = args.generated[0][0]
+        step = max(len(refs) // args.examples, 1)
+        for i in range(0, min(len(refs), step * args.examples), step):
+            print(f"\n[{i}] {name}: {systems[name][i]}\n[{i}] reference: {refs[i]}")
+    if args.json:
+        with open(args.json, "w", encoding="utf-8") as f:
+            json.dump({"num_pairs": len(refs), "scores": scores}, f, indent=2)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
