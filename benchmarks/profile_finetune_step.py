@@ -96,7 +96,9 @@ def attention_share(model, batches) -> float:
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("data", help="fairseq-preprocess output (unilm_seq2seq)")
     parser.add_argument("model_dir", help="converted model folder: model.pt, dict.txt, model_args.txt")
     parser.add_argument("--max-source", default="128,192,256", help="source budgets to compare")
