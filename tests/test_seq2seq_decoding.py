@@ -257,27 +257,32 @@ def test_cache_holds_only_real_tokens(method):
         for t in range(4):
             model.decoder(prev[:, : t + 1], encoder_out, incremental_state=state)
             cache = model.decoder.get_incremental_state(state, "cache")
-            if t == 0 and method == "causal":
-                continue  # the source's last state predicted t_1; nothing was fed
+            # causal also caches its start token [EOS], fed at step 0 at the first target position
+            cached = t + 1 if method == "causal" else t
             for layer in range(len(model.transformer.layers)):
-                assert cache[f"k{layer}"].shape[2] == t  # the source's keys stay in encoder_out
-                assert cache[f"v{layer}"].shape[2] == t
+                assert cache[f"k{layer}"].shape[2] == cached  # the source's keys stay in encoder_out
+                assert cache[f"v{layer}"].shape[2] == cached
             for i, item in enumerate(items):
-                n = len(item["source"])
-                assert cache["key_positions"][i].tolist() == list(range(n, n + t))
+                first = first_target_position(method, item)
+                assert cache["key_positions"][i].tolist() == list(range(first, first + cached))
         for before, after in zip(source_keys, encoder_out["keys"]):
             assert torch.equal(before, after)  # decoding never writes into the source's keys
         # the cached keys and values of the fed tokens are those of the real sequence (no mask token)
         for i, item in enumerate(items):
-            n = len(item["source"])
+            n = first_target_position(method, item)  # causal: "[SOS] source" then [EOS] and the targets
             tokens = torch.cat([item["source"], fed[i]]).unsqueeze(0)
             positions = torch.arange(tokens.size(1)).unsqueeze(0)
             segments = (positions >= n).long()
-            visible = seq2seq_mask(n, 3).unsqueeze(0)
+            visible = seq2seq_mask(n, tokens.size(1) - n).unsqueeze(0)
             _, kv = model.transformer(tokens, segments, positions, visible)
             for layer, (k, v) in enumerate(kv):
                 assert torch.allclose(cache[f"k{layer}"][i], k[0, :, n:], atol=TOL)
                 assert torch.allclose(cache[f"v{layer}"][i], v[0, :, n:], atol=TOL)
+
+
+def first_target_position(method, item):
+    """Where the target side starts: after "[SOS] source [EOS]", or (causal) at its [EOS]."""
+    return len(item["source"]) - 1 if method == "causal" else len(item["source"])
 
 
 def teacher_forced_logits(model, src_tokens, prev, new_order=None):

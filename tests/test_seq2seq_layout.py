@@ -1,9 +1,10 @@
 """Hand-checked s2s-ft layouts (DESIGN.md sections 4-5, :mod:`unilm_fairseq.seq2seq_layout`).
 
 The example is the source "[SOS] a b [EOS]" (4 tokens, positions 0-3, segment 0) and the target
-"x y [EOS]" (target j has position 4 + j, segment 1). Every expected tensor is written out literally,
-one row per query and one column per key (1 = the query may attend the key), derived by hand from the
-rules quoted above it.
+"x y [EOS]" (target j has position 4 + j, segment 1); the causal method moves the source's [EOS] to the
+target side as its start token (s2s-ft.md §2.1, Figure 1a). Every expected tensor is written out
+literally, one row per query and one column per key (1 = the query may attend the key), derived by hand
+from the rules quoted above it.
 """
 
 import pytest
@@ -35,23 +36,24 @@ def assert_layout(layout, tokens, segments, positions, query, visible):
     assert layout["visible"].tolist() == as_mask(visible).tolist()
 
 
-def test_causal_feeds_all_but_the_last_target_and_reads_shifted_predictions():
-    # fed: t1 .. t_{n-1} = x y; the source's last token predicts x, x predicts y, y predicts [EOS]
+def test_causal_feeds_the_start_token_and_all_but_the_last_target():
+    # source segment "[SOS] a b"; the start token [EOS] (target segment, position 3, causal) predicts x,
+    # x predicts y, y predicts [EOS]; the target's own [EOS] is never fed
     layout = seq2seq_layout.build_example(SOURCE, TARGET, torch.ones(3, dtype=torch.bool), "causal", M)
     assert_layout(
         layout,
         tokens=[SOS, A, B, EOS, X, Y],
-        segments=[0, 0, 0, 0, 1, 1],
+        segments=[0, 0, 0, 1, 1, 1],
         positions=[0, 1, 2, 3, 4, 5],
         query=[0, 0, 0, 1, 1, 1],
         visible=[
             # S  a  b  E  x  y
-            [1, 1, 1, 1, 0, 0],  # [SOS]: whole source, no target
-            [1, 1, 1, 1, 0, 0],  # a
-            [1, 1, 1, 1, 0, 0],  # b
-            [1, 1, 1, 1, 0, 0],  # [EOS] (predicts x)
-            [1, 1, 1, 1, 1, 0],  # x: source and x (predicts y)
-            [1, 1, 1, 1, 1, 1],  # y: source, x, y (predicts [EOS])
+            [1, 1, 1, 0, 0, 0],  # [SOS]: the source segment only
+            [1, 1, 1, 0, 0, 0],  # a
+            [1, 1, 1, 0, 0, 0],  # b
+            [1, 1, 1, 1, 0, 0],  # start token [EOS]: source and itself (predicts x)
+            [1, 1, 1, 1, 1, 0],  # x: source, start, itself (predicts y)
+            [1, 1, 1, 1, 1, 1],  # y: source, start, x, itself (predicts [EOS])
         ],
     )
 
@@ -180,10 +182,10 @@ def test_collate_examples_right_pads_every_field():
     short = seq2seq_layout.build_example(
         short_source, torch.tensor([X, EOS]), torch.ones(2, dtype=torch.bool), "causal", M
     )
-    # long: S a b E x y (6); short: S a E x (4)
+    # long: S a b | E x y (6); short: S a | E x (4)
     batch = seq2seq_layout.collate_examples([long, short], PAD)
     assert batch["tokens"].tolist() == [[SOS, A, B, EOS, X, Y], [SOS, A, EOS, X, PAD, PAD]]
-    assert batch["segments"].tolist() == [[0, 0, 0, 0, 1, 1], [0, 0, 0, 1, 0, 0]]
+    assert batch["segments"].tolist() == [[0, 0, 0, 1, 1, 1], [0, 0, 1, 1, 0, 0]]
     assert batch["positions"].tolist() == [[0, 1, 2, 3, 4, 5], [0, 1, 2, 3, 0, 0]]
     assert batch["masked_tokens"].tolist() == [
         [False, False, False, True, True, True],
@@ -196,9 +198,9 @@ def test_collate_examples_right_pads_every_field():
         == as_mask(
             [
                 # S  a  E  x  p  p
-                [1, 1, 1, 0, 0, 0],
-                [1, 1, 1, 0, 0, 0],
-                [1, 1, 1, 0, 0, 0],
+                [1, 1, 0, 0, 0, 0],
+                [1, 1, 0, 0, 0, 0],
+                [1, 1, 1, 0, 0, 0],  # the start token [EOS]
                 [1, 1, 1, 1, 0, 0],
                 [0, 0, 0, 0, 1, 0],  # padded query: itself only
                 [0, 0, 0, 0, 0, 1],

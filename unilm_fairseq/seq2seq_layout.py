@@ -1,11 +1,19 @@
 """How s2s-ft packs one (source, target) example into one sequence, per fine-tuning method.
 
-The source is "[SOS] source [EOS]" with segment 0 and positions ``0..S-1``;
-target token ``j`` has segment 1 and position ``S + j``.
+The source is "[SOS] source [EOS]" (``S`` tokens) with segment 0 and positions ``0..S-1``; in the
+masked and pseudo-masked methods target token ``j`` (``j = 0..n-1``) has segment 1 and position
+``S + j``.
 
-* ``causal``: ``[source | t_1 .. t_{n-1}]`` with the seq2seq mask; the output at
-  the source's last token predicts ``t_1``, the output at ``t_j`` predicts
-  ``t_{j+1}``.
+* ``causal`` (s2s-ft.md §2.1, Figure 1a; ``--mask_way v0``, "position shift", in the original
+  s2s-ft code): the source segment is "[SOS] source" (``S - 1`` tokens, positions ``0..S-2``); the
+  source's closing ``[EOS]`` (fairseq's ``eos``, ``[SEP]`` in BERT vocabularies) moves to the
+  target side as the start token: segment 1, position ``S - 1``, causal attention. Then come
+  ``t_1 .. t_{n-1}`` (segment 1, ``t_j`` at position ``S - 1 + j``); the last target token
+  (``[EOS]``) is predicted but never fed. The output at the start token predicts ``t_1`` and the
+  output at ``t_j`` predicts ``t_{j+1}``. The original code lays out exactly these tokens: it packs
+  "[CLS] source" with "[SEP] t_1 .. t_{n-1}", and its decoder feeds ``[SEP]`` first. Token ids and
+  positions are those of the other methods' source followed by their targets; only the ``[EOS]``
+  changes side.
 * ``masked``: ``[source | target inputs]`` with the seq2seq mask; the target
   inputs hold ``[M]`` (or a random or unchanged token) at the predicted
   positions, each predicted at its own position.
@@ -14,7 +22,8 @@ target token ``j`` has segment 1 and position ``S + j``.
   ``< j`` (:func:`unilm_fairseq.masks.pseudo_masked_seq2seq_mask`).
 
 At inference masked and pseudo-masked decode the same way: the next position
-holds a mask token that sees the source, the real tokens so far and itself.
+holds a mask token that sees the source, the real tokens so far and itself. Causal
+decoding encodes "[SOS] source", feeds the start token, then each chosen token.
 """
 
 from typing import Dict, List
@@ -33,7 +42,7 @@ def build_example(source: Tensor, target_inputs: Tensor, predict: Tensor, method
     """Lay out one example.
 
     Args:
-        source: ``(S,)`` "[SOS] source [EOS]".
+        source: ``(S,)`` "[SOS] source [EOS]" (causal: its ``[EOS]`` becomes the start token).
         target_inputs: ``(T,)`` target-side inputs: the target itself (causal,
             pseudo-masked, possibly word-dropped) or the corrupted target (masked).
         predict: ``(T,)`` bool, target positions whose token is predicted
@@ -56,24 +65,28 @@ def build_example(source: Tensor, target_inputs: Tensor, predict: Tensor, method
     if method == "causal":
         if not bool(predict.all()):
             raise ValueError("the causal method predicts every target token")
-        fed = target_inputs[: n_tgt - 1]  # the last target token is only predicted
-        tokens = torch.cat([source, fed])
-        positions = torch.cat([src_positions, tgt_positions[: n_tgt - 1]])
-        visible = masks.seq2seq_mask(n_src, n_tgt - 1)
+        # s2s-ft.md §2.1, Figure 1a: the start token [EOS] (the source's last token) leads the target
+        # side; it and t_1 .. t_{n-1} are fed, each predicting the next target token
+        n_context = n_src - 1
+        tokens = torch.cat([source, target_inputs[: n_tgt - 1]])
+        positions = torch.arange(len(tokens))  # start token at S - 1, t_j at S - 1 + j
+        visible = masks.seq2seq_mask(n_context, n_tgt)
         query = torch.zeros(len(tokens), dtype=torch.bool)
-        query[n_src - 1 : n_src - 1 + n_tgt] = True  # position-shifted: each output predicts the next
+        query[n_context:] = True
     elif method == "masked":
+        n_context = n_src
         tokens = torch.cat([source, target_inputs])
         positions = torch.cat([src_positions, tgt_positions])
         visible = masks.seq2seq_mask(n_src, n_tgt)
         query = torch.cat([torch.zeros(n_src, dtype=torch.bool), predict])
     else:
+        n_context = n_src
         tokens = torch.cat([source, target_inputs, torch.full((n_tgt,), mask_idx, dtype=source.dtype)])
         positions = torch.cat([src_positions, tgt_positions, tgt_positions])
         visible = masks.pseudo_masked_seq2seq_mask(n_src, n_tgt)
         query = torch.cat([torch.zeros(n_src + n_tgt, dtype=torch.bool), predict])
     segments = torch.full_like(tokens, TARGET_SEGMENT)
-    segments[:n_src] = SOURCE_SEGMENT
+    segments[:n_context] = SOURCE_SEGMENT
     return {
         "tokens": tokens,
         "segments": segments,

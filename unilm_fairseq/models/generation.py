@@ -6,8 +6,12 @@ same copy (like fairseq's beamable encoder-decoder attention), so beam search
 never copies or reorders them. Each decoding step feeds the previous real token
 and (masked and pseudo-masked methods) a mask token at the next position; the
 real token's keys and values join the per-hypothesis cache, the mask token's
-never do. Without an incremental state the decoder recomputes the whole prefix
-for the next token through the training layout (:mod:`unilm_fairseq.seq2seq_layout`).
+never do. The causal method (s2s-ft.md §2.1, Figure 1a) encodes "[SOS] source"
+only: its first step feeds the start token ``[EOS]`` at the first target
+position, which is cached like a real target token and predicts ``t_1``; every
+later step feeds the previous token, whose output predicts the next. Without an
+incremental state the decoder recomputes the whole prefix for the next token
+through the training layout (:mod:`unilm_fairseq.seq2seq_layout`).
 
 Neither view owns parameters: both hold the model's Transformer and LM head
 without registering them, so the state dict, ``.half()`` and ``.to()`` go
@@ -51,22 +55,35 @@ def sentence_groups(rows: Tensor) -> Optional[Tensor]:
     return sentences
 
 
+def last_real_token(padding: Tensor) -> Tensor:
+    """``(B, S)`` padding (either side) -> ``(B, S)`` bool, True at each row's last real token."""
+    real = ~padding
+    return real & real.long().cumsum(1).eq(real.long().sum(1, keepdim=True))
+
+
 class UniLMSourceEncoder(FairseqEncoder):
-    def __init__(self, dictionary, transformer, lm_head):
+    def __init__(self, dictionary, transformer, lm_head, method: str = "pseudo_masked"):
         super().__init__(dictionary)
         _share(self, "transformer", transformer)
         _share(self, "lm_head", lm_head)
+        self.method = method
 
     def source_states(self, src_tokens: Tensor):
-        """The bidirectional encoding of "[SOS] source [EOS]" (source segment, positions ``0..n-1``).
+        """The bidirectional encoding of the source segment (source segment, positions ``0..n-1``).
+
+        The source segment is "[SOS] source [EOS]", except in the causal method, where it is
+        "[SOS] source": there the closing ``[EOS]`` is the decoder's start token (s2s-ft.md §2.1,
+        Figure 1a), so it is treated as padding here and fed by the decoder's first step.
 
         Args:
-            src_tokens: ``(B, S)``, padded on either side.
+            src_tokens: ``(B, S)`` "[SOS] source [EOS]", padded on either side.
         Returns:
             final hidden states ``(B, S, C)``, per-layer ``(keys, values)``, ``padding`` and
-            ``positions`` ``(B, S)``.
+            ``positions`` ``(B, S)``; ``padding`` is True outside the source segment.
         """
         padding = src_tokens.eq(self.dictionary.pad())
+        if self.method == "causal":
+            padding = padding | last_real_token(padding)
         positions = source_positions(padding)
         segments = torch.full_like(src_tokens, seq2seq_layout.SOURCE_SEGMENT)
         hidden, kv = self.transformer(
@@ -82,12 +99,11 @@ class UniLMSourceEncoder(FairseqEncoder):
             dict of lists. Per sentence, never reordered: ``keys``/``values``, one
             ``(B, H, S, D)`` per layer. Per decoder row, reordered with the beam: ``rows``
             ``(B,)``, the sentence of each row; ``src_tokens``; ``padding`` and ``positions``
-            ``(B, S)``; ``lengths`` ``(B,)``; ``last`` ``(B, C)``, the final-layer state of the
-            last source token (it predicts the first target token in the causal method).
+            ``(B, S)`` of the source segment (:meth:`source_states`); ``lengths`` ``(B,)``, its
+            length, which is the first target position.
         """
-        hidden, kv, padding, positions = self.source_states(src_tokens)
-        last_index = (positions * (~padding)).argmax(1)
-        batch = torch.arange(hidden.size(0), device=hidden.device)
+        _, kv, padding, positions = self.source_states(src_tokens)
+        batch = torch.arange(src_tokens.size(0), device=src_tokens.device)
         return {
             "keys": [k for k, _ in kv],
             "values": [v for _, v in kv],
@@ -96,7 +112,6 @@ class UniLMSourceEncoder(FairseqEncoder):
             "padding": [padding],
             "positions": [positions],
             "lengths": [(~padding).long().sum(1)],
-            "last": [hidden[batch, last_index]],
         }
 
     def reorder_encoder_out(self, encoder_out: Dict[str, List[Tensor]], new_order):
@@ -167,7 +182,13 @@ class UniLMIncrementalDecoder(FairseqIncrementalDecoder):
         return [(kept[f"k{i}"], kept[f"v{i}"]) for i in range(len(layers))], None
 
     def _step(self, tokens, encoder_out, incremental_state) -> Tensor:
-        """One decoding step; the cache holds the keys and values of the real target tokens only."""
+        """One decoding step; the cache holds the keys and values of the real target tokens only.
+
+        Causal (s2s-ft.md §2.1, Figure 1a): step 0 feeds the start token ``[EOS]`` (the dictionary's
+        ``eos``) at the first target position; step ``t > 0`` feeds ``t_t``. The fed token is cached
+        and its output is the next token's. Other methods: step ``t > 0`` feeds ``t_t`` (cached) and
+        every step a mask token after it (never cached), whose output is the next token's.
+        """
         bsz = tokens.size(0)
         cache = self.get_incremental_state(incremental_state, "cache")
         if cache is None:  # first step: no target token yet
@@ -177,14 +198,15 @@ class UniLMIncrementalDecoder(FairseqIncrementalDecoder):
             cache["key_positions"] = encoder_out["positions"][0].new_zeros(bsz, 0)
             cache["next_position"] = encoder_out["lengths"][0]
         step = tokens.size(1) - 1
-        if self.method == "causal" and step == 0:
-            return self.lm_head(encoder_out["last"][0])  # the source's [EOS] predicts t_1
-
         position = cache["next_position"]
         new_tokens, new_positions = [], []
-        if step > 0:  # the token chosen last step becomes context
+        if self.method == "causal" and step == 0:  # the start token: cached, predicts t_1
+            new_tokens.append(torch.full_like(tokens[:, -1], self.dictionary.eos()))
+            new_positions.append(position)
+        elif step > 0:  # the token chosen last step becomes context
             new_tokens.append(tokens[:, -1])
             new_positions.append(position)
+        fed = len(new_tokens)  # 0 or 1 real token, cached
         if self.method != "causal":  # ask for the next token with a mask token
             new_tokens.append(torch.full_like(tokens[:, -1], self.mask_idx))
             new_positions.append(position + len(new_positions))
@@ -219,7 +241,7 @@ class UniLMIncrementalDecoder(FairseqIncrementalDecoder):
             prefix_positions=torch.cat([encoder_out["positions"][0], cache["key_positions"]], 1),
             shared=shared,
         )
-        if step > 0:  # cache the real token only, never the mask token
+        if fed:  # cache the real token only, never the mask token
             for i, (k, v) in enumerate(kv):
                 cache[f"k{i}"] = torch.cat([cache[f"k{i}"], k[:, :, :1]], 2)
                 cache[f"v{i}"] = torch.cat([cache[f"v{i}"], v[:, :, :1]], 2)
@@ -235,7 +257,8 @@ class UniLMIncrementalDecoder(FairseqIncrementalDecoder):
         examples = []
         for source, generated in zip(src_tokens, tokens[:, 1:]):
             source = source[source.ne(pad)]
-            # the last slot is the token being predicted: a mask token input, or (causal) not fed
+            # the last slot is the token being predicted: a mask token input, or (causal) not fed;
+            # causal feeds the source's [EOS] as the start token (seq2seq_layout.build_example)
             target = torch.cat([generated, generated.new_full((1,), self.mask_idx)])
             predict = torch.zeros(len(target), dtype=torch.bool, device=target.device)
             predict[-1] = True

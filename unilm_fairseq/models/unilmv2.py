@@ -91,10 +91,9 @@ class UniLMv2Model(BaseFairseqModel):
         self.classification_heads = nn.ModuleDict()
         self.span_heads = nn.ModuleDict()
         self.apply(init_bert_params)
-        self.encoder = UniLMSourceEncoder(dictionary, self.transformer, self.lm_head)
-        self.decoder = UniLMIncrementalDecoder(
-            dictionary, self.transformer, self.lm_head, str(cfg.seq2seq_method)
-        )
+        method = str(cfg.seq2seq_method)
+        self.encoder = UniLMSourceEncoder(dictionary, self.transformer, self.lm_head, method)
+        self.decoder = UniLMIncrementalDecoder(dictionary, self.transformer, self.lm_head, method)
 
     @classmethod
     def build_model(cls, cfg, task):
