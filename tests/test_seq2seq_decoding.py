@@ -101,6 +101,22 @@ def incremental_logprobs(model, src_tokens, targets):
     return [lprobs[i, torch.arange(len(t)), t] for i, t in enumerate(targets)]
 
 
+def recomputed_logprobs(model, src_tokens, targets):
+    """Log-prob of each reference token, teacher-forced through ``_recompute`` (no incremental state)."""
+    longest = max(len(t) for t in targets)
+    prev = torch.full((len(targets), longest + 1), EOS)
+    for i, target in enumerate(targets):
+        prev[i, 1 : 1 + len(target)] = target
+    with torch.no_grad():
+        encoder_out = model.encoder(src_tokens)
+        steps = []
+        for t in range(longest):
+            logits, _ = model.decoder(prev[:, : t + 1], encoder_out)
+            steps.append(F.log_softmax(logits[:, 0].float(), dim=-1))
+    lprobs = torch.stack(steps, 1)  # B x T x V
+    return [lprobs[i, torch.arange(len(t)), t] for i, t in enumerate(targets)]
+
+
 def shift_target_positions(net_input):
     """Negative control: every target-side token one position later."""
     positions = net_input["positions"].clone()
@@ -153,6 +169,41 @@ def test_training_forward_equals_incremental_decoding(method):
     for i, (a, b) in enumerate(zip(trained, decoded)):
         assert a.shape == (len(targets[i]),)
         assert torch.allclose(a, b, atol=TOL), (method, i, (a - b).abs().max())
+
+
+@pytest.mark.parametrize("method", seq2seq_layout.METHODS)
+def test_training_forward_equals_recomputed_decoding(method):
+    model = decoding_model(method)
+    src_tokens = collate(pairs_dataset(method))["net_input"]["src_tokens"]
+    trained, targets = training_logprobs(model, method)
+    recomputed = recomputed_logprobs(model, src_tokens, targets)
+    cached = incremental_logprobs(model, src_tokens, targets)
+    for i, (a, b, c) in enumerate(zip(trained, recomputed, cached)):
+        assert torch.allclose(a, b, atol=TOL), (method, i, (a - b).abs().max())
+        assert torch.allclose(b, c, atol=TOL), (method, i, (b - c).abs().max())
+
+
+def test_causal_step_zero_feeds_the_start_token_at_the_first_target_position():
+    # s2s-ft.md §2.1, Figure 1a: "[SOS] source" is the source segment; [EOS] at position S - 1 (target
+    # segment, sees the source and itself) predicts t_1. Built by hand, not through seq2seq_layout.
+    model = decoding_model("causal")
+    items = [pairs_dataset("causal")[i] for i in range(3)]
+    src_tokens = data_utils.collate_tokens([it["source"] for it in items], PAD, left_pad=True)
+    with torch.no_grad():
+        encoder_out = model.encoder(src_tokens)
+        lengths = [len(it["source"]) - 1 for it in items]  # "[SOS] source" without its [EOS]
+        assert encoder_out["lengths"][0].tolist() == lengths
+        assert encoder_out["padding"][0][:, -1].all()  # the [EOS] column is not in the source segment
+        state = {}
+        logits, _ = model.decoder(torch.full((3, 1), EOS), encoder_out, incremental_state=state)
+        for i, item in enumerate(items):
+            n = lengths[i]
+            tokens = item["source"].unsqueeze(0)  # [SOS] source [EOS]
+            segments = torch.tensor([[0] * n + [1]])
+            visible = seq2seq_mask(n, 1).unsqueeze(0)
+            hidden, _ = model.transformer(tokens, segments, torch.arange(n + 1).unsqueeze(0), visible)
+            expected = model.lm_head(hidden[0, n])
+            assert torch.allclose(logits[i, 0], expected, atol=TOL)
 
 
 @pytest.mark.parametrize("method", seq2seq_layout.METHODS)

@@ -58,6 +58,31 @@ def test_causal_feeds_the_start_token_and_all_but_the_last_target():
     )
 
 
+def test_causal_three_token_source_and_three_token_target():
+    # source "[SOS] a [EOS]", target "x y [EOS]" (s2s-ft.md §2.1, Figure 1a; s2s-ft's "--mask_way v0"
+    # packs "[CLS] a" with "[SEP] x y"): source segment "[SOS] a" at positions 0-1; target segment
+    # "[EOS] x y" at positions 2-4 with causal attention; the outputs at [EOS], x, y predict x, y, [EOS]
+    source = torch.tensor([SOS, A, EOS])
+    layout = seq2seq_layout.build_example(source, TARGET, torch.ones(3, dtype=torch.bool), "causal", M)
+    assert_layout(
+        layout,
+        tokens=[SOS, A, EOS, X, Y],
+        segments=[0, 0, 1, 1, 1],
+        positions=[0, 1, 2, 3, 4],
+        query=[0, 0, 1, 1, 1],
+        visible=[
+            # S  a  E  x  y
+            [1, 1, 0, 0, 0],  # [SOS]
+            [1, 1, 0, 0, 0],  # a
+            [1, 1, 1, 0, 0],  # start token [EOS] -> x
+            [1, 1, 1, 1, 0],  # x -> y
+            [1, 1, 1, 1, 1],  # y -> [EOS]
+        ],
+    )
+    # the query outputs, in order, are the predictions of x, y, [EOS]
+    assert layout["tokens"][layout["query"]].tolist() == [EOS, X, Y]  # inputs shifted one to the right
+
+
 def test_masked_reads_predictions_at_the_predicted_mask_positions():
     # only y and [EOS] are predicted; their inputs are [M]; x stays a real input
     predict = torch.tensor([False, True, True])
