@@ -19,8 +19,8 @@ import sys
 import time
 
 import torch
-from fairseq import tasks
-from fairseq.dataclass.utils import convert_namespace_to_omegaconf, options
+from fairseq import options, tasks
+from fairseq.dataclass.utils import convert_namespace_to_omegaconf
 
 import unilm_fairseq  # noqa: F401  (registers the plugin)
 
@@ -44,7 +44,7 @@ def build(data: str, model_dir: str, max_source: int, batch_size: int, method: s
     model = task.build_model(cfg.model)
     criterion = task.build_criterion(cfg.criterion)
     iterator = task.get_batch_iterator(
-        task.dataset("train"), batch_size=batch_size, seed=1, required_batch_size_multiple=1
+        task.dataset("train"), max_sentences=batch_size, seed=1, required_batch_size_multiple=1
     ).next_epoch_itr(shuffle=True)
     batches = [next(iterator) for _ in range(6)]
     return model, criterion, batches

