@@ -40,6 +40,7 @@ def train_copy(copy_bin, method):
     run_cli(["fairseq-train", str(copy_bin / "bin"), "--user-dir", "unilm_fairseq", "--task", "unilm_seq2seq",
              "--arch", "unilmv2_tiny", "--criterion", "unilm_seq2seq", "--finetune-method", method,
              "--target-mask-prob", "0.7", "--max-source-positions", "16", "--max-target-positions", "16",
+             "--max-positions", "32",
              "--batch-size", "32", "--optimizer", "adam", "--lr", "3e-3", "--lr-scheduler", "inverse_sqrt",
              "--warmup-updates", "30", "--max-update", "250" if method != "masked" else "400",
              "--dropout", "0", "--attention-dropout", "0", "--log-format", "simple", "--log-interval", "50",
@@ -121,3 +122,34 @@ def test_pretrain_finetune_generate_score_on_austen(tmp_path):
                       "--metrics", "rouge,bleu", "--json", str(tmp_path / "scores.json")])  # fmt: skip
     scores = json.loads((tmp_path / "scores.json").read_text())
     assert scores["num_pairs"] == n_test and "rouge1" in json.dumps(scores).lower(), scored.stdout
+
+
+@pytest.fixture(scope="module")
+def test13_bin(copy_bin):
+    """13 test pairs of 30 words (longer than the copy model's 32-row position table), binarized with
+    the copy task's dictionary."""
+    rng = random.Random(13)
+    lines = [" ".join(rng.choices(WORDS, k=30)) for _ in range(13)]
+    for side in ("src", "tgt"):
+        (copy_bin / f"test13.{side}").write_text("\n".join(lines) + "\n")
+    run_cli(["fairseq-preprocess", "--source-lang", "src", "--target-lang", "tgt", "--joined-dictionary",
+             "--srcdict", str(copy_bin / "bin" / "dict.src.txt"), "--testpref", str(copy_bin / "test13"),
+             "--destdir", str(copy_bin / "bin13"), "--workers", "1"])  # fmt: skip
+    return copy_bin / "bin13"
+
+
+def test_generate_keeps_last_partial_batch_and_takes_limits_from_checkpoint(copy_bin, test13_bin):
+    """No --required-batch-size-multiple (fairseq's default, 8, drops the tail: 13 pairs gave 8) and no
+    --max-*-positions: the checkpoint's 16 + 16 limits are used, not the task's defaults (448 + 64,
+    which the 32-row position table cannot hold: "Size of sample #0 is invalid")."""
+    checkpoint = copy_bin / "ckpt-pseudo_masked" / "checkpoint_last.pt"
+    if not checkpoint.exists():
+        checkpoint = train_copy(copy_bin, "pseudo_masked")
+    out = run_cli(["fairseq-generate", str(test13_bin), "--user-dir", "unilm_fairseq", "--task",
+                   "unilm_seq2seq", "--path", str(checkpoint), "--gen-subset", "test", "--beam", "2",
+                   "--batch-size", "8", "--cpu", "--scoring", "rouge"])  # fmt: skip
+    log = out.stdout + out.stderr
+    ids = sorted(int(i) for i in re.findall(r"^H-(\d+)\t", out.stdout, re.M))
+    assert ids == list(range(13))
+    assert "using --max-source-positions 16 and --max-target-positions 16 from the checkpoint" in log
+    assert "truncated 13 sources to --max-source-positions 16" in log

@@ -651,8 +651,28 @@ def test_cpu_ngram_blocking_bans_exactly_the_repeating_tokens(size):
     lprobs = blocker(tokens, torch.zeros(2, len(D)), bsz=2, beam_size=1, step=step)
     banned = [sorted(torch.nonzero(row.isinf()).flatten().tolist()) for row in lprobs]
     expected = {
-        1: [sorted({EOS, 5, 6}), sorted({EOS, 7, 8, 9})],  # every token of the prefix (as the CUDA kernel)
+        1: [[5, 6], [7, 8, 9]],  # every generated token; never the start token </s>, which ends hypotheses
         2: [[5], [8]],  # after "6": 6->5 was seen; after "7": 7->8 was seen
         3: [[5], []],  # after "5 6": "5 6 5" was seen; "9 7" is new
     }[size]
     assert banned == expected
+
+
+def test_unigram_ban_at_step_0_bans_nothing():
+    from unilm_fairseq.modules.ngram_block import PrefixNGramRepeatBlock
+
+    tokens = torch.tensor([[EOS, PAD, PAD]])
+    lprobs = PrefixNGramRepeatBlock(1)(tokens, torch.zeros(1, len(D)), bsz=1, beam_size=1, step=0)
+    assert not lprobs.isinf().any()
+
+
+@pytest.mark.parametrize("method", seq2seq_layout.METHODS)
+def test_unigram_blocking_finishes_without_repeats(method):
+    # before the fix the start token was banned too, so no hypothesis could end and fairseq's
+    # generator failed an assertion at the length limit
+    hypos = cached_and_recomputed(method, beam=4, no_repeat_ngram_size=1, max_len_a=0, min_len=3)
+    for hyps in hypos:
+        for h in hyps:
+            tokens = h["tokens"].tolist()
+            assert tokens[-1] == EOS
+            assert len(tokens[:-1]) == len(set(tokens[:-1])), tokens

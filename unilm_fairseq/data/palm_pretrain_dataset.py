@@ -9,6 +9,7 @@ from fairseq.data import FairseqDataset, data_utils
 from fairseq.data.language_pair_dataset import collate
 
 from .blockwise_masking import corrupt_masked
+from .complete_batches import CompleteBatchesMixin
 from .palm_fragments import Fragment
 
 
@@ -30,7 +31,7 @@ def bert_mask_positions(maskable: np.ndarray, rng: np.random.Generator, mask_pro
     return np.sort(rng.choice(candidates, size=count, replace=False))
 
 
-class PALMPretrainDataset(FairseqDataset):
+class PALMPretrainDataset(CompleteBatchesMixin, FairseqDataset):
     """Pairs from :func:`~unilm_fairseq.data.palm_fragments.corpus_fragments` over binarized lines.
 
     Item ``i`` is fragment ``i``: ``source`` = its context plus ``</s>`` (with the

@@ -9,11 +9,12 @@ from fairseq.data import FairseqDataset, data_utils
 
 from .. import masks
 from .blockwise_masking import blockwise_mask_steps, corrupt_masked
+from .complete_batches import CompleteBatchesMixin
 
 CONTEXT, ORIGINAL, PSEUDO = 0, 1, 2
 
 
-class PMLMDataset(FairseqDataset):
+class PMLMDataset(CompleteBatchesMixin, FairseqDataset):
     """Blockwise masking plus the PMLM layout, seeded per (seed, epoch, index).
 
     Each item of the wrapped dataset (``{"tokens", "segments"}``) becomes:

@@ -4,11 +4,13 @@ import numpy as np
 import torch
 from fairseq.data import FairseqDataset
 
+from .complete_batches import CompleteBatchesMixin
+
 # "[SOS]" plus one "[EOS]" closing each of the two segments
 SPECIAL_TOKENS_PER_PAIR = 3
 
 
-class SegmentPairDataset(FairseqDataset):
+class SegmentPairDataset(CompleteBatchesMixin, FairseqDataset):
     """Split each block at a sentence boundary into two segments.
 
     The block's sentence-final ``eos`` tokens mark the candidate split points;

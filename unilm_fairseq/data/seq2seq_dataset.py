@@ -9,12 +9,13 @@ from fairseq.data import FairseqDataset, data_utils
 
 from .. import seq2seq_layout
 from .blockwise_masking import corrupt_masked
+from .complete_batches import CompleteBatchesMixin
 
 # "[SOS]" and "[EOS]" around the source; the target ends with its own "[EOS]"
 SOURCE_SPECIALS, TARGET_SPECIALS = 2, 1
 
 
-class Seq2SeqDataset(FairseqDataset):
+class Seq2SeqDataset(CompleteBatchesMixin, FairseqDataset):
     """Pairs from ``fairseq-preprocess`` (each line ends with ``</s>``) in s2s-ft's layout.
 
     Items hold ``source`` "[SOS] source [EOS]" (truncated to ``max_source_positions``)

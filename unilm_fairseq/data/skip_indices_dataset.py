@@ -3,8 +3,10 @@
 import numpy as np
 from fairseq.data import BaseWrapperDataset
 
+from .complete_batches import CompleteBatchesMixin
 
-class SkipIndicesDataset(BaseWrapperDataset):
+
+class SkipIndicesDataset(CompleteBatchesMixin, BaseWrapperDataset):
     """``dataset`` without the items ``skip``: they never enter a batch.
 
     Indexing is unchanged (sample ids stay the raw line numbers); only

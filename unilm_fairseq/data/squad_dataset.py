@@ -13,6 +13,7 @@ import numpy as np
 import torch
 from fairseq.data import Dictionary, FairseqDataset, data_utils
 
+from .complete_batches import CompleteBatchesMixin
 from .squad_examples import Example, Tokenize, Window, answer_token_span, example_windows
 
 logger = logging.getLogger(__name__)
@@ -79,7 +80,7 @@ def tokenize_examples(
     return tokenized, windows
 
 
-class SquadWindowDataset(FairseqDataset):
+class SquadWindowDataset(CompleteBatchesMixin, FairseqDataset):
     """One item per window; ``examples``/``tokenized`` let inference map windows back to passages.
 
     ``stats``: the counts of loading (questions, windows, skips), kept for logging and tests.

@@ -10,6 +10,7 @@ from fairseq.data import FairseqDataset, data_utils
 from .. import masks
 from .blockwise_masking import corrupt_masked
 from .cloze_masking import cloze_mask_picks
+from .complete_batches import CompleteBatchesMixin
 from .unilm_objectives import CLOZE_STREAM, LEFT_TO_RIGHT, RIGHT_TO_LEFT, SEQ2SEQ
 
 
@@ -27,7 +28,7 @@ def objective_mask(objective: int, length: int, source_len: int) -> torch.Tensor
     return masks.bidirectional_mask(length)
 
 
-class UniLMClozeDataset(FairseqDataset):
+class UniLMClozeDataset(CompleteBatchesMixin, FairseqDataset):
     """Mask tokens of every objective's example, seeded per (seed, epoch, index).
 
     Any token but the specials may be masked, in both segments of a pair: the

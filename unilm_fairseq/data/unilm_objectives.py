@@ -20,6 +20,7 @@ import numpy as np
 import torch
 from fairseq.data import FairseqDataset
 
+from .complete_batches import CompleteBatchesMixin
 from .segment_pair_dataset import SPECIAL_TOKENS_PER_PAIR
 
 logger = logging.getLogger(__name__)
@@ -84,7 +85,7 @@ def split_sentences(block: np.ndarray, eos: int) -> List[np.ndarray]:
     return [p[p != eos] for p in pieces if (p != eos).any()]
 
 
-class UniLMObjectiveDataset(FairseqDataset):
+class UniLMObjectiveDataset(CompleteBatchesMixin, FairseqDataset):
     """Pick an objective per example and lay it out, seeded per (seed, epoch, index).
 
     Pairs are cut at a sentence boundary drawn uniformly; a block of one

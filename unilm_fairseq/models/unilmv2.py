@@ -66,6 +66,14 @@ class UniLMv2Config(FairseqDataclass):
             "--finetune-method when training and generation reads it from the checkpoint"
         },
     )
+    seq2seq_source_positions: int = field(
+        default=0,
+        metadata={"help": "--max-source-positions of s2s-ft fine-tuning, recorded by --task unilm_seq2seq; "
+                  "generation uses it when the option is not given (0: none recorded)"},
+    )  # fmt: skip
+    seq2seq_target_positions: int = field(
+        default=0, metadata={"help": "--max-target-positions of s2s-ft fine-tuning, recorded likewise"}
+    )
 
 
 @register_model("unilmv2", dataclass=UniLMv2Config)
@@ -262,6 +270,8 @@ def base_architecture(args):
     args.pooler_activation_fn = safe_getattr(args, "pooler_activation_fn", "tanh")
     args.pooler_dropout = safe_getattr(args, "pooler_dropout", 0.1)
     args.seq2seq_method = safe_getattr(args, "seq2seq_method", "pseudo_masked")
+    args.seq2seq_source_positions = safe_getattr(args, "seq2seq_source_positions", 0)
+    args.seq2seq_target_positions = safe_getattr(args, "seq2seq_target_positions", 0)
 
 
 @register_model_architecture("unilmv2", "unilmv2_base")

@@ -70,8 +70,8 @@ class PALMSeq2SeqTask(TranslationTask):
         logger.info(
             "%s: %d pairs; skipped %d with an empty source or target", split, len(dataset), int(empty.sum())
         )
-        if empty.any():
-            self.datasets[split] = SkipIndicesDataset(dataset, np.flatnonzero(empty))
+        # wrapped even when nothing is skipped: its batching keeps the last partial batch
+        self.datasets[split] = SkipIndicesDataset(dataset, np.flatnonzero(empty))
         return self.datasets[split]
 
     def build_model(self, cfg, from_checkpoint=False):

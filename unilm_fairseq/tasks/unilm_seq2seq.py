@@ -9,6 +9,7 @@ import numpy as np
 from fairseq.data import data_utils
 from fairseq.dataclass import ChoiceEnum, FairseqDataclass
 from fairseq.tasks import register_task
+from fairseq.utils import safe_getattr
 from omegaconf import II, MISSING
 
 from .. import seq2seq_layout
@@ -18,6 +19,12 @@ from ..pretrained import load_pretrained_weights
 from .shared_dictionary import SharedDictionaryTask
 
 logger = logging.getLogger(__name__)
+
+# the limits when neither the command line nor a fine-tuned checkpoint gives them (this project's choice)
+DEFAULT_MAX_SOURCE, DEFAULT_MAX_TARGET = 448, 64
+LIMITS = ("max_source_positions", "max_target_positions")
+# where the model's config records the limits it was fine-tuned with
+RECORDED = dict(zip(LIMITS, ("seq2seq_source_positions", "seq2seq_target_positions")))
 
 
 @dataclass
@@ -54,12 +61,16 @@ class UniLMSeq2SeqConfig(FairseqDataclass):
     random_token_prob: float = field(
         default=0.1, metadata={"help": "masked method: predicted targets whose input is a random token"}
     )
-    max_source_positions: int = field(
-        default=448, metadata={"help": "source limit, [SOS] and [EOS] included; longer sources are truncated"}
-    )
-    max_target_positions: int = field(
-        default=64, metadata={"help": "target limit, [EOS] included; longer targets are truncated"}
-    )
+    max_source_positions: Optional[int] = field(
+        default=None,
+        metadata={"help": f"source limit, [SOS] and [EOS] included; longer sources are truncated (training: "
+                  f"{DEFAULT_MAX_SOURCE}; generation: the fine-tuned checkpoint's)"},
+    )  # fmt: skip
+    max_target_positions: Optional[int] = field(
+        default=None,
+        metadata={"help": f"target limit, [EOS] included; longer targets are truncated (training: "
+                  f"{DEFAULT_MAX_TARGET}; generation: the fine-tuned checkpoint's)"},
+    )  # fmt: skip
     pretrained_checkpoint: Optional[str] = field(
         default=None,
         metadata={"help": "initialise from this unilmv2 checkpoint (pre-trained or converted); the position "
@@ -75,6 +86,14 @@ class UniLMSeq2SeqTask(SharedDictionaryTask):
     default_criterion = "unilm_seq2seq"
 
     cfg: UniLMSeq2SeqConfig
+
+    def __init__(self, cfg: UniLMSeq2SeqConfig, dictionary):
+        super().__init__(cfg, dictionary)
+        # limits left unset come from the checkpoint when one is loaded for generation
+        self.limits_given = {name: getattr(cfg, name) is not None for name in LIMITS}
+        for name, default in zip(LIMITS, (DEFAULT_MAX_SOURCE, DEFAULT_MAX_TARGET)):
+            if getattr(cfg, name) is None:
+                setattr(cfg, name, default)
 
     @classmethod
     def setup_task(cls, cfg: UniLMSeq2SeqConfig, **kwargs):
@@ -138,9 +157,13 @@ class UniLMSeq2SeqTask(SharedDictionaryTask):
         return self._dataset(_TokenList(src_tokens), None)
 
     def build_model(self, cfg, from_checkpoint=False):
+        if from_checkpoint:
+            self._take_limits_from(cfg)
         needed = self.cfg.max_source_positions + self.cfg.max_target_positions
         if not from_checkpoint:
             cfg.seq2seq_method = str(self.cfg.finetune_method)
+            for name, recorded in RECORDED.items():
+                setattr(cfg, recorded, getattr(self.cfg, name))
             if cfg.max_positions < needed:
                 logger.info(
                     "position table grows from %d to %d rows (--max-source-positions %d + "
@@ -154,6 +177,17 @@ class UniLMSeq2SeqTask(SharedDictionaryTask):
         if self.cfg.pretrained_checkpoint and not from_checkpoint:
             load_pretrained_weights(model, self.cfg.pretrained_checkpoint)
         return model
+
+    def _take_limits_from(self, model_cfg):
+        """Use the limits a checkpoint was fine-tuned with for those not given on the command line."""
+        taken = []
+        for name, recorded in RECORDED.items():
+            value = safe_getattr(model_cfg, recorded, 0)
+            if not self.limits_given[name] and value:
+                setattr(self.cfg, name, int(value))
+                taken.append(f"--{name.replace('_', '-')} {int(value)}")
+        if taken:
+            logger.info("using %s from the checkpoint", " and ".join(taken))
 
     def build_generator(self, models, args, **kwargs):
         return with_prefix_ngram_blocker(super().build_generator(models, args, **kwargs))
