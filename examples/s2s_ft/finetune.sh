@@ -22,6 +22,9 @@
 #   UPDATES     training updates; the learning rate decays linearly to 0 over them (Table 7's schedule)
 #               [250: choice, about 10 minutes on 2 cores]
 #   MINUTES     also stop training after this many minutes (fairseq --stop-time-hours) []
+#   VALID_EVERY validate (and save) every this many updates [half of UPDATES: choice]
+#   CKPT        checkpoint to decode: best (lowest validation loss: fairseq's checkpoint_best.pt), last, or
+#               a path [best: choice; the small data sets this script is for overfit late in a run]
 #   BATCH       pairs per update [8: choice; Table 7 uses 64]
 #   LR          peak learning rate [3e-4: choice; Table 7's range for base models is 5e-5..1e-4, and 1e-3
 #               learnt more slowly here]
@@ -49,6 +52,7 @@ shift 2
 : "${BATCH:=8}" "${LR:=3e-4}" "${WARMUP:=25}" "${MAX_SRC:=256}" "${MAX_TGT:=48}"
 : "${BEAM:=5}" "${LENPEN:=1.0}" "${MIN_LEN:=20}" "${MAX_LEN:=48}" "${NO_REPEAT_NGRAM:=3}" "${GEN_BATCH:=32}"
 : "${SEED:=1}" "${STAGES:=convert,tokenize,binarize,train,generate,score}"
+: "${VALID_EVERY:=$(( (UPDATES + 1) / 2 ))}" "${CKPT:=best}"
 : "${CPU:=$(python -c 'import torch; print(0 if torch.cuda.is_available() else 1)')}"
 
 run() {  # print a command, then run it
@@ -135,19 +139,24 @@ if stage train; then
     --optimizer adam --adam-betas '(0.9, 0.999)' --adam-eps 1e-6 --weight-decay 0.01 --clip-norm 1.0 \
     --lr "$LR" --lr-scheduler polynomial_decay --warmup-updates "$WARMUP" \
     --total-num-update "$UPDATES" --max-update "$UPDATES" ${time_args[@]+"${time_args[@]}"} \
-    --save-dir "$SAVE" --no-epoch-checkpoints --save-interval-updates "$UPDATES" \
-    --validate-interval 1000 --validate-interval-updates "$(( (UPDATES + 1) / 2 ))" --seed "$SEED" --num-workers 0 \
+    --save-dir "$SAVE" --no-epoch-checkpoints --save-interval 1000 --validate-interval 1000 \
+    --save-interval-updates "$VALID_EVERY" --validate-interval-updates "$VALID_EVERY" --keep-interval-updates 1 \
+    --seed "$SEED" --num-workers 0 \
     --log-format simple --log-interval 5 ${DEVICE[@]+"${DEVICE[@]}"} "$@"
 fi
 
 if stage generate; then
-  echo "== generate the test set: beam $BEAM, length penalty $LENPEN, no repeated ${NO_REPEAT_NGRAM}-grams"
+  case "$CKPT" in
+    best | last) CHECKPOINT_FILE=$SAVE/checkpoint_$CKPT.pt ;;
+    *) CHECKPOINT_FILE=$CKPT ;;
+  esac
+  echo "== generate the test set with $CHECKPOINT_FILE: beam $BEAM, length penalty $LENPEN," \
+    "no repeated ${NO_REPEAT_NGRAM}-grams"
   run fairseq-generate "$WORK/bin" --user-dir "$REPO/unilm_fairseq" --task unilm_seq2seq \
-    --path "$SAVE/checkpoint_last.pt" --gen-subset test \
-    --max-source-positions "$MAX_SRC" --max-target-positions "$MAX_TGT" \
+    --path "$CHECKPOINT_FILE" --gen-subset test \
     --beam "$BEAM" --lenpen "$LENPEN" --no-repeat-ngram-size "$NO_REPEAT_NGRAM" \
     --min-len "$MIN_LEN" --max-len-a 0 --max-len-b "$MAX_LEN" \
-    --batch-size "$GEN_BATCH" --required-batch-size-multiple 1 \
+    --batch-size "$GEN_BATCH" \
     --bpe wordpiece --wordpiece-vocab "$MODEL/dict.txt" --scoring rouge \
     --log-format simple --log-interval 1 ${DEVICE[@]+"${DEVICE[@]}"} > "$WORK/generate-test.out"
   tail -1 "$WORK/generate-test.out"
