@@ -273,7 +273,9 @@ def fast_qkv_state(bert_state, num_layers, heads, seed):
     return state
 
 
-def test_fast_qkv_with_relative_position_bias(tmp_path):
+# released UniLM / MiniLM checkpoints name the bias either way
+@pytest.mark.parametrize("bias_key", ["bert.rel_pos_bias.weight", "bert.encoder.rel_pos_bias.weight"])
+def test_fast_qkv_with_relative_position_bias(tmp_path, bias_key):
     hf, model_dir = _bert_dir(tmp_path)
     config = hf.config.to_dict()
     state = fast_qkv_state(
@@ -292,7 +294,9 @@ def test_fast_qkv_with_relative_position_bias(tmp_path):
 
     unilm_dir = tmp_path / "unilm"
     unilm_dir.mkdir()
-    torch.save(state, unilm_dir / "pytorch_model.bin")
+    saved = dict(state)
+    saved[bias_key] = saved.pop("bert.rel_pos_bias.weight")
+    torch.save(saved, unilm_dir / "pytorch_model.bin")
     write_json(
         str(unilm_dir / "config.json"),
         dict(config, model_type="unilm", rel_pos_bins=REL_POS_BINS, max_rel_pos=MAX_REL_POS),

@@ -205,16 +205,17 @@ def _map_lm_head(
     return True
 
 
+REL_POS_BIAS_KEYS = ("rel_pos_bias.weight", "encoder.rel_pos_bias.weight")
+
+
 def _map_relative_position_bias(m: _Mapper) -> None:
     """UniLM's shared bias: ``nn.Linear(bins, heads)`` over one-hot buckets, weight ``(H, bins)``;
-    our table is ``nn.Embedding(bins, H)``, so it is the transpose."""
-    if m.has("rel_pos_bias.weight"):
-        table = m.get("rel_pos_bias.weight")
-        m.put(
-            "transformer.rel_pos_bias.table.weight",
-            table.t().contiguous(),
-            m.name("rel_pos_bias.weight", True),
-        )
+    our table is ``nn.Embedding(bins, H)``, so it is the transpose. Released checkpoints keep it
+    beside the encoder (``bert.rel_pos_bias``) or inside it (``bert.encoder.rel_pos_bias``)."""
+    for key in REL_POS_BIAS_KEYS:
+        if m.has(key):
+            m.put("transformer.rel_pos_bias.table.weight", m.get(key).t().contiguous(), m.name(key, True))
+            return
 
 
 def map_bert(state: Mapping[str, Tensor], source: SourceConfig, weights_file: str) -> MappedWeights:
