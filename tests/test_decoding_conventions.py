@@ -186,6 +186,9 @@ def test_api_keyword_overrides_the_task_option():
     check_reported_scores(hyps, "gnmt", 2.0)
     with pytest.raises(ValueError, match="lenpen_style 'gnm'"):
         task.build_generator([model], args, lenpen_style="gnm")
+    aligned = argparse.Namespace(beam=4, lenpen=2.0, print_alignment="hard")
+    with pytest.raises(ValueError, match="--print-alignment"):  # rather than silently no alignments
+        task.build_generator([model], aligned, lenpen_style="gnmt")
 
 
 # ---------------------------------------------------------------------------------------------------
