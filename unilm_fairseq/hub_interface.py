@@ -5,6 +5,8 @@
                                        data_name_or_path="data-bin", bpe="sentencepiece",
                                        sentencepiece_model="spm.model")
     unilm.generate(["a source text", "another one"], beam=5, lenpen=0.9, no_repeat_ngram_size=3)
+    unilm.generate(["a source text"], beam=5, lenpen=0.9, lenpen_style="gnmt", no_repeat_ngram_size=3,
+                   no_repeat_ngram_exempt=["."])  # the papers' decoding conventions
 
 The interface is fairseq's :class:`~fairseq.hub_utils.GeneratorHubInterface` (like ``BARTHubInterface``):
 batches go through the task's ``build_dataset_for_inference`` and ``inference_step``, exactly the path of
@@ -101,7 +103,9 @@ class UniLMModel(GeneratorHubInterface):
         verbose: bool = False,
         *,
         lenpen: float = 1.0,
+        lenpen_style: Optional[str] = None,
         no_repeat_ngram_size: int = 0,
+        no_repeat_ngram_exempt: Optional[Sequence[str]] = None,
         min_len: int = 1,
         max_len_a: float = 0,
         max_len_b: int = 200,
@@ -119,7 +123,9 @@ class UniLMModel(GeneratorHubInterface):
         The keyword options are ``fairseq-generate``'s (``--lenpen`` is ``lenpen``); ``options`` takes
         any other field of fairseq's generation config (``unkpen``, ``diverse_beam_groups`` ...). Generation
         stops inside the position table (the task's ``inference_step``). ``batch_size``/``max_tokens``
-        default to the checkpoint's dataset settings.
+        default to the checkpoint's dataset settings. ``lenpen_style`` (``"fairseq"`` or ``"gnmt"``) and
+        ``no_repeat_ngram_exempt`` (dictionary symbols, e.g. ``["."]``) are the task's
+        ``--lenpen-style`` and ``--no-repeat-ngram-exempt`` for this call; unset, the task's values hold.
 
         Returns:
             for a string, its best hypothesis as text (a list of ``nbest`` texts when ``nbest > 1``); for a
@@ -136,7 +142,10 @@ class UniLMModel(GeneratorHubInterface):
             max_len_a=max_len_a, max_len_b=max_len_b, nbest=nbest, sampling=sampling,
             sampling_topk=sampling_topk, sampling_topp=sampling_topp, temperature=temperature,
         )  # fmt: skip
-        hypotheses = self._generate_tokens(tokens, options, batch_size, max_tokens)
+        # task options: passed only when given, so tasks without them keep working
+        conventions = {"lenpen_style": lenpen_style, "no_repeat_ngram_exempt": no_repeat_ngram_exempt}
+        conventions = {key: value for key, value in conventions.items() if value is not None}
+        hypotheses = self._generate_tokens(tokens, options, batch_size, max_tokens, conventions)
         if verbose:
             for source, hypos in zip(tokens, hypotheses):
                 logger.info("S\t%s", self.string(source))
@@ -148,7 +157,12 @@ class UniLMModel(GeneratorHubInterface):
         return hypotheses[0] if single else hypotheses
 
     def _generate_tokens(
-        self, tokens: List[Tensor], options: Dict, batch_size: Optional[int], max_tokens: Optional[int]
+        self,
+        tokens: List[Tensor],
+        options: Dict,
+        batch_size: Optional[int],
+        max_tokens: Optional[int],
+        conventions: Dict,
     ) -> List[List[Dict[str, Tensor]]]:
         if not tokens:
             return []
@@ -158,7 +172,7 @@ class UniLMModel(GeneratorHubInterface):
                 if key not in gen_cfg:
                     raise TypeError(f"generate() got an unknown generation option {key!r}")
                 setattr(gen_cfg, key, value)
-        generator = self.task.build_generator(self.models, gen_cfg)
+        generator = self.task.build_generator(self.models, gen_cfg, **conventions)
         dataset = self.task.build_dataset_for_inference(tokens, [t.numel() for t in tokens])
         batches = self.task.get_batch_iterator(
             dataset=dataset,

@@ -5,6 +5,8 @@
                                             data_name_or_path="data-bin", bpe="sentencepiece",
                                             sentencepiece_model="spm.model")
     palm.generate(["a context to continue"], beam=5, lenpen=1.0, no_repeat_ngram_size=3)
+    palm.generate(["a context"], beam=5, lenpen=1.0, lenpen_style="gnmt", no_repeat_ngram_size=3,
+                  no_repeat_ngram_exempt=["."])  # palm_seq2seq's --lenpen-style, --no-repeat-ngram-exempt
 
 ``PALMModel.from_pretrained(...)`` returns the same object. Batches go through the task's
 ``build_dataset_for_inference`` and ``inference_step``, the path of ``fairseq-interactive`` (see

@@ -11,14 +11,14 @@ from omegaconf import OmegaConf, open_dict
 
 from ..data.dictionary import load_dictionary_with_mask
 from ..data.skip_indices_dataset import SkipIndicesDataset
-from ..modules.ngram_block import with_prefix_ngram_blocker
 from ..pretrained_palm import load_palm_weights, load_unilmv2_encoder, read_unilmv2_checkpoint
+from .decoding_conventions import DecodingConventionsConfig, DecodingConventionsTask
 
 logger = logging.getLogger(__name__)
 
 
 @dataclass
-class PALMSeq2SeqConfig(TranslationConfig):
+class PALMSeq2SeqConfig(TranslationConfig, DecodingConventionsConfig):
     pretrained_checkpoint: Optional[str] = field(
         default=None,
         metadata={
@@ -37,11 +37,12 @@ class PALMSeq2SeqConfig(TranslationConfig):
 
 
 @register_task("palm_seq2seq", dataclass=PALMSeq2SeqConfig)
-class PALMSeq2SeqTask(TranslationTask):
+class PALMSeq2SeqTask(DecodingConventionsTask, TranslationTask):
     """fairseq's translation task with PALM's conventions.
 
     One dictionary (with ``<mask>``, so its size matches pre-training) serves source and target; pairs
-    with an empty source or target are skipped and counted; n-gram blocking works on CPU.
+    with an empty source or target are skipped and counted; n-gram blocking works on CPU; the papers'
+    decoding conventions are options (:class:`DecodingConventionsConfig`).
     """
 
     cfg: PALMSeq2SeqConfig
@@ -90,9 +91,6 @@ class PALMSeq2SeqTask(TranslationTask):
         if encoder_state is not None:
             load_unilmv2_encoder(model, encoder_state, self.cfg.pretrained_encoder)
         return model
-
-    def build_generator(self, models, args, **kwargs):
-        return with_prefix_ngram_blocker(super().build_generator(models, args, **kwargs))
 
 
 def _set(cfg, key, value):

@@ -7,15 +7,15 @@ from typing import Optional
 
 import numpy as np
 from fairseq.data import data_utils
-from fairseq.dataclass import ChoiceEnum, FairseqDataclass
+from fairseq.dataclass import ChoiceEnum
 from fairseq.tasks import register_task
 from fairseq.utils import safe_getattr
 from omegaconf import II, MISSING
 
 from .. import seq2seq_layout
 from ..data.seq2seq_dataset import SOURCE_SPECIALS, TARGET_SPECIALS, Seq2SeqDataset
-from ..modules.ngram_block import with_prefix_ngram_blocker
 from ..pretrained import load_pretrained_weights
+from .decoding_conventions import DecodingConventionsConfig, DecodingConventionsTask
 from .shared_dictionary import SharedDictionaryTask
 
 logger = logging.getLogger(__name__)
@@ -28,7 +28,7 @@ RECORDED = dict(zip(LIMITS, ("seq2seq_source_positions", "seq2seq_target_positio
 
 
 @dataclass
-class UniLMSeq2SeqConfig(FairseqDataclass):
+class UniLMSeq2SeqConfig(DecodingConventionsConfig):
     data: str = field(
         default=MISSING,
         metadata={"help": "data directory from fairseq-preprocess with a joined (or shared) dictionary"},
@@ -80,7 +80,7 @@ class UniLMSeq2SeqConfig(FairseqDataclass):
 
 
 @register_task("unilm_seq2seq", dataclass=UniLMSeq2SeqConfig)
-class UniLMSeq2SeqTask(SharedDictionaryTask):
+class UniLMSeq2SeqTask(DecodingConventionsTask, SharedDictionaryTask):
     """Fine-tune a bidirectional Transformer for generation with s2s-ft (Bao et al. 2021)."""
 
     default_criterion = "unilm_seq2seq"
@@ -188,9 +188,6 @@ class UniLMSeq2SeqTask(SharedDictionaryTask):
                 taken.append(f"--{name.replace('_', '-')} {int(value)}")
         if taken:
             logger.info("using %s from the checkpoint", " and ".join(taken))
-
-    def build_generator(self, models, args, **kwargs):
-        return with_prefix_ngram_blocker(super().build_generator(models, args, **kwargs))
 
     def inference_step(self, generator, models, sample, prefix_tokens=None, constraints=None):
         """Generate, keeping every decoding position inside the position table."""

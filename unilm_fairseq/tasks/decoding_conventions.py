@@ -1,0 +1,83 @@
+"""The papers' decoding conventions as options of the generation tasks (``unilm_seq2seq``, ``palm_seq2seq``).
+
+``--lenpen-style gnmt`` ranks finished hypotheses with GNMT's length penalty (see
+:mod:`unilm_fairseq.modules.length_penalty`); ``--no-repeat-ngram-exempt`` names tokens whose n-grams
+``--no-repeat-ngram-size`` never bans (see :mod:`unilm_fairseq.modules.ngram_block`). Both hold in
+``fairseq-generate``, ``fairseq-interactive`` and the Python API, which all build their generator here.
+"""
+
+from dataclasses import dataclass, field
+from typing import List, Optional, Sequence
+
+from fairseq.dataclass import ChoiceEnum, FairseqDataclass
+from fairseq.sequence_generator import SequenceGenerator
+
+from ..modules.length_penalty import with_gnmt_length_penalty
+from ..modules.ngram_block import with_prefix_ngram_blocker
+
+LENPEN_STYLES = ("fairseq", "gnmt")
+
+
+@dataclass
+class DecodingConventionsConfig(FairseqDataclass):
+    lenpen_style: ChoiceEnum(LENPEN_STYLES) = field(
+        default="fairseq",
+        metadata={
+            "help": "how --lenpen a divides a finished hypothesis's log-probability, L being its length "
+            "with </s>: fairseq, by L^a; gnmt, by ((5 + L) / 6)^a, the papers' length penalty (Wu et al. "
+            "2016)"
+        },
+    )
+    # a string, not a list: fairseq reads a list option as a Python literal, so a bare "." fails to
+    # parse and "'<t>'" becomes three characters; dictionary symbols hold no spaces, and "," may be one
+    no_repeat_ngram_exempt: Optional[str] = field(
+        default=None,
+        metadata={
+            "help": "space-separated dictionary symbols, e.g. '.': --no-repeat-ngram-size never bans an "
+            "n-gram that contains one of them (s2s-ft's decoder exempts '.' from trigram blocking)"
+        },
+    )
+
+
+class DecodingConventionsTask:
+    """Mixin for a task with a :class:`DecodingConventionsConfig`: its generator honours both options.
+
+    ``build_generator`` takes them as keywords too (the Python API's per-call values: a list of symbols,
+    or one space-separated string); unset, the task's options apply.
+    """
+
+    def build_generator(
+        self,
+        models,
+        args,
+        seq_gen_cls=None,
+        extra_gen_cls_kwargs=None,
+        *,
+        lenpen_style: Optional[str] = None,
+        no_repeat_ngram_exempt: Optional[Sequence[str]] = None,
+        **kwargs,
+    ):
+        style = str(lenpen_style or self.cfg.lenpen_style)
+        if style not in LENPEN_STYLES:
+            raise ValueError(f"lenpen_style {style!r}: expected one of {', '.join(LENPEN_STYLES)}")
+        if style == "gnmt":
+            if seq_gen_cls is None and getattr(args, "print_alignment", None):
+                # fairseq picks its alignment generator only when no class is given
+                raise ValueError("--lenpen-style gnmt does not combine with --print-alignment")
+            seq_gen_cls = with_gnmt_length_penalty(seq_gen_cls or SequenceGenerator)
+        generator = super().build_generator(
+            models, args, seq_gen_cls=seq_gen_cls, extra_gen_cls_kwargs=extra_gen_cls_kwargs, **kwargs
+        )
+        if no_repeat_ngram_exempt is None:
+            no_repeat_ngram_exempt = self.cfg.no_repeat_ngram_exempt or ""
+        if isinstance(no_repeat_ngram_exempt, str):  # the command line's form
+            no_repeat_ngram_exempt = no_repeat_ngram_exempt.split()
+        return with_prefix_ngram_blocker(generator, self.symbol_indices(no_repeat_ngram_exempt))
+
+    def symbol_indices(self, symbols: Sequence[str]) -> List[int]:
+        """Target dictionary ids of ``symbols``; a symbol the dictionary lacks is an error, not ``<unk>``."""
+        dictionary = self.target_dictionary
+        missing = [s for s in symbols if s not in dictionary.indices]
+        if missing:
+            raise ValueError(f"--no-repeat-ngram-exempt: {missing} not in the dictionary")
+        return [dictionary.index(s) for s in symbols]
