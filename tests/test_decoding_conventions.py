@@ -20,9 +20,9 @@ from unilm_fairseq.modules.ngram_block import PrefixNGramRepeatBlock
 from unilm_fairseq.tasks.palm_seq2seq import PALMSeq2SeqConfig, PALMSeq2SeqTask
 from unilm_fairseq.tasks.unilm_seq2seq import UniLMSeq2SeqConfig, UniLMSeq2SeqTask
 
-from .conftest import make_dictionary, run_cli, tiny_model
+from .conftest import make_dictionary, run_cli
 from .test_palm_model import palm_model
-from .test_seq2seq_decoding import EOS_BIAS, WEIGHT_SCALE, collate, pairs_dataset
+from .test_seq2seq_decoding import collate, pairs_dataset, sharpened_model
 
 D = make_dictionary()
 D.add_symbol(".")  # after <mask>, so the other ids are those of test_seq2seq_decoding's dictionary
@@ -34,27 +34,16 @@ SCORE_TOL = 1e-5
 
 @functools.lru_cache(maxsize=None)
 def decoding_model(method: str):
-    """test_seq2seq_decoding's decoding model over ``D``: sharp predictions, hypotheses of varied lengths."""
-    model = tiny_model(D, seq2seq_method=method)
-    with torch.no_grad():
-        for p in model.parameters():
-            if p.dim() > 1:
-                p.mul_(WEIGHT_SCALE)
-        model.lm_head.bias[EOS] += EOS_BIAS
-    return model
+    """test_seq2seq_decoding's decoding model over ``D`` (with ".")."""
+    return sharpened_model(D, method)
 
 
 def unilm_task(**options):
     return UniLMSeq2SeqTask(UniLMSeq2SeqConfig(data="x", seed=1, **options), D)
 
 
-@pytest.fixture(autouse=True, scope="module")
-def one_thread():
-    """Tiny tensors gain nothing from intra-op threads, and on a shared machine their syncs are slow."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
+# tiny tensors gain nothing from intra-op threads (see conftest.one_thread)
+pytestmark = pytest.mark.usefixtures("one_thread")
 
 
 # ---------------------------------------------------------------------------------------------------

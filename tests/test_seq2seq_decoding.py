@@ -51,15 +51,20 @@ def collate(dataset, indices=None):
     return dataset.collater([dataset[i] for i in indices])
 
 
-@functools.lru_cache(maxsize=None)
-def decoding_model(method: str):
-    model = tiny_model(D, seq2seq_method=method)
+def sharpened_model(dictionary, method: str):
+    """A tiny model with sharp predictions and a bias towards [EOS]: hypotheses of varied lengths."""
+    model = tiny_model(dictionary, seq2seq_method=method)
     with torch.no_grad():
         for p in model.parameters():
             if p.dim() > 1:
                 p.mul_(WEIGHT_SCALE)
-        model.lm_head.bias[EOS] += EOS_BIAS
+        model.lm_head.bias[dictionary.eos()] += EOS_BIAS
     return model
+
+
+@functools.lru_cache(maxsize=None)
+def decoding_model(method: str):
+    return sharpened_model(D, method)
 
 
 def make_task(**overrides):
@@ -70,13 +75,8 @@ def make_task(**overrides):
 TASK = make_task()
 
 
-@pytest.fixture(autouse=True, scope="module")
-def one_thread():
-    """Tiny tensors gain nothing from intra-op threads, and on a shared machine their syncs are slow."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
+# tiny tensors gain nothing from intra-op threads (see conftest.one_thread)
+pytestmark = pytest.mark.usefixtures("one_thread")
 
 
 # ---------------------------------------------------------------------------------------------------
