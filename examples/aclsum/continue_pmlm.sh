@@ -9,7 +9,7 @@
 # Settings (environment; default in brackets): PMLM_UPDATES [150], PMLM_LR [2e-4], PMLM_BATCH [16],
 # PMLM_TOKENS (tokens per pre-training example) [256], MAX_SRC [256]; the fine-tuning settings are
 # examples/s2s_ft/finetune.sh's (UPDATES, LR, BATCH, ...). The pre-training text never holds a summary or
-# a test paper. Objective and masking follow UniLMv2 (unilmv2-arxiv.md Algorithm 1 and §4.1: 15% masked,
+# a test paper. Objective and masking follow UniLMv2 (Bao et al. 2020, Algorithm 1 and §4.1: 15% masked,
 # 40% of masking steps 2-6-token spans, 80/10/10 corruption; AE + PAR); the optimizer follows its Table 7
 # (Adam betas (0.9, 0.98), eps 1e-6, weight decay 0.01, no gradient clipping, linear warm-up and decay).
 # The learning rate, batch, length and number of updates of this short continuation are this project's

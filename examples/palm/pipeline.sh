@@ -25,6 +25,14 @@
 #   CKPT        checkpoint to decode [WORK_DIR/checkpoints/checkpoint_best.pt]
 #   STAGES      steps to run [prepare,preprocess,train,generate,score]
 #   PYTHON      python that has unilm_fairseq installed [python]
+#
+# Hyperparameters every recipe shares (the recipes set the rest; docs/recipes.md lists every value beside
+# the paper's):
+#   ADAM_EPS=1e-8        Adam epsilon (this project's choice, as pretrain_base.sh: PALM names none)
+# Fixed in the fairseq-train command below: Adam betas (0.9, 0.999) (this project's choice: PALM names none)
+# and a linear schedule, linear warm-up then linear decay to 0 (--lr-scheduler polynomial_decay): PALM §3.3
+# keeps the pre-training settings for fine-tuning, and §3.1 pre-trains with linear warm-up and decay.
+# EPOCHS is counted into updates from the prepared training set; STEPS, when set, gives them instead.
 
 PALM_REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 
@@ -53,7 +61,7 @@ palm_main() {
   local model_dir
   model_dir=$(dirname "${PRETRAINED:-.}")
   : "${DICT:=$model_dir/dict.txt}" "${TOKENIZER:=spm}" "${ARCH:=palm_base}" "${NO_COPY:=0}"
-  : "${FP16:=1}" "${SEED:=1}" "${WORKERS:=8}"
+  : "${FP16:=1}" "${SEED:=1}" "${WORKERS:=8}" "${ADAM_EPS:=1e-8}"
   case $TOKENIZER in
     spm) : "${VOCAB:=$model_dir/spm.model}" ;;
     wordpiece) : "${VOCAB:=$model_dir/vocab.txt}" ;;
@@ -63,10 +71,27 @@ palm_main() {
   mkdir -p "$work"
 
   if palm_stage prepare; then
+    if [ ! -e "$raw" ]; then
+      echo "RAW $raw: no such file or directory (it holds the release files)" >&2
+      exit 1
+    fi
+    if [ "$TOKENIZER" != none ] && [ ! -f "$VOCAB" ]; then
+      echo "VOCAB=$VOCAB: no such file (set VOCAB, or PRETRAINED with its $(basename "$VOCAB") beside it)" >&2
+      exit 1
+    fi
     palm_prepare "$raw" "$text"
   fi
 
   if palm_stage preprocess; then
+    local split side
+    for split in train valid test; do
+      for side in src tgt; do
+        if [ ! -f "$text/$split.$side" ]; then
+          echo "$text/$split.$side: no such file (the prepare stage writes it)" >&2
+          exit 1
+        fi
+      done
+    done
     local dict_flags=(--joined-dictionary)
     if [ -f "$DICT" ]; then
       dict_flags=(--srcdict "$DICT" --tgtdict "$DICT")
@@ -82,6 +107,16 @@ palm_main() {
   local model_flags=()
   if [ "$NO_COPY" = 1 ]; then model_flags+=(--no-copy); fi
   if palm_stage train; then
+    local steps=${STEPS:-}
+    if [ -z "$steps" ]; then  # the paper gives epochs: count the updates they take
+      if [ ! -f "$text/train.src" ]; then
+        echo "$text/train.src: no such file (the prepare stage writes it; or set STEPS)" >&2
+        exit 1
+      fi
+      local examples
+      examples=$(wc -l < "$text/train.src")
+      steps=$(( (examples + TOTAL_BATCH - 1) / TOTAL_BATCH * EPOCHS ))
+    fi
     : "${GPUS:=$("$PYTHON" -c 'import torch; print(max(torch.cuda.device_count(), 1))')}"
     local per_step=$(( GPUS * BATCH_PER_GPU ))
     if (( TOTAL_BATCH % per_step )); then
@@ -91,12 +126,15 @@ palm_main() {
     local train_flags=("${model_flags[@]}")
     if [ -n "$PRETRAINED" ]; then train_flags+=(--pretrained-checkpoint "$PRETRAINED"); fi
     if [ "$FP16" = 1 ]; then train_flags+=(--fp16); fi
+    echo "training: $steps updates ($WARMUP warm-up) of $TOTAL_BATCH examples" \
+      "= $GPUS GPUs x $BATCH_PER_GPU x update-freq $(( TOTAL_BATCH / per_step ))" >&2
     fairseq-train "$bin" --user-dir "$user_dir" --task palm_seq2seq --arch "$ARCH" \
       --criterion label_smoothed_cross_entropy --label-smoothing "$LABEL_SMOOTHING" --report-accuracy \
       --max-source-positions "$MAX_SRC" --max-target-positions "$MAX_TGT" --truncate-source \
-      --optimizer adam --adam-betas '(0.9, 0.999)' --adam-eps 1e-08 --weight-decay "$WEIGHT_DECAY" \
-      --clip-norm "$CLIP_NORM" --lr "$LR" --lr-scheduler inverse_sqrt --warmup-updates "$WARMUP" \
-      --max-update "$STEPS" --batch-size "$BATCH_PER_GPU" --update-freq $(( TOTAL_BATCH / per_step )) \
+      --optimizer adam --adam-betas '(0.9, 0.999)' --adam-eps "$ADAM_EPS" --weight-decay "$WEIGHT_DECAY" \
+      --clip-norm "$CLIP_NORM" --lr "$LR" --lr-scheduler polynomial_decay --warmup-updates "$WARMUP" \
+      --total-num-update "$steps" --max-update "$steps" \
+      --batch-size "$BATCH_PER_GPU" --update-freq $(( TOTAL_BATCH / per_step )) \
       --required-batch-size-multiple 1 \
       --dropout "$DROPOUT" --attention-dropout "$DROPOUT" --skip-invalid-size-inputs-valid-test \
       --save-dir "$save" --save-interval-updates "$SAVE_INTERVAL" --keep-interval-updates 5 \

@@ -10,7 +10,7 @@
 # each test source's first sentence. Every step is a plain fairseq (or scripts/) command, printed before it
 # runs ("+ ..."), so a run can be repeated or changed by hand.
 #
-# Settings (environment; default in brackets). Sources: s2s-ft.md Table 7 (fine-tuning hyperparameters) and
+# Settings (environment; default in brackets). Sources: s2s-ft (Bao et al. 2021) Table 7 (fine-tuning) and
 # Table 8 (decoding); "choice" marks this project's choices for a small CPU budget, picked by the measured
 # runs in docs/results.md (ACLSum with the MiniLM below), not the papers' large-GPU recipes.
 #   MODEL_DIR   Hugging Face BERT-family folder (config.json, weights, vocab.txt)
@@ -18,7 +18,7 @@
 #   INIT        pretrained | random (same architecture, random weights: for comparison) [pretrained]
 #   PRETRAINED  a unilmv2 fairseq checkpoint to start from instead of converting MODEL_DIR, e.g. one
 #               continued with --task pmlm (its dict.txt and model_args.txt beside it) []
-#   METHOD      s2s-ft method: pseudo_masked | masked | causal [pseudo_masked: s2s-ft.md §3.2, Table 2]
+#   METHOD      s2s-ft method: pseudo_masked | masked | causal [pseudo_masked: s2s-ft §3.2, Table 2]
 #   UPDATES     training updates; the learning rate decays linearly to 0 over them (Table 7's schedule)
 #               [250: choice, about 10 minutes on 2 cores]
 #   MINUTES     also stop training after this many minutes (fairseq --stop-time-hours) []

@@ -6,40 +6,54 @@
 # RAW_DIR: the harvardnlp/sent-summary release as used by UniLM: {train,valid,test}.src.txt/.tgt.txt, or
 # train.article.txt/train.title.txt (valid.article.filter.txt ...). Its unknown words are spelled "UNK"; they
 # are mapped to the vocabulary's unknown token (UNK_TOKEN). Digits are "#" in that release. Shared variables
-# (PRETRAINED, DICT, TOKENIZER, VOCAB, LOWERCASE, GPUS, FP16, STAGES ...) are documented in pipeline.sh; the
-# sources of every number are in README.md.
+# (PRETRAINED, DICT, TOKENIZER, VOCAB, LOWERCASE, GPUS, FP16, STAGES, ADAM_EPS, LENPEN_STYLE ...) are
+# documented in pipeline.sh; docs/recipes.md lists every value beside the papers'.
 #
-# Neither the UniLMv2 nor the s2s-ft README gives Gigaword settings; these are the microsoft/unilm unilm-v1
-# README's ("Abstractive Summarization - Gigaword", UniLM v1 large cased), which fine-tunes with masked LM:
-#   MAX_SRC=128          source tokens (derived: --max_seq_length 192 minus the 64 target tokens)
-#   MAX_TGT=64           target tokens (--max_len_b 64)
-#   METHOD=masked        UniLM v1 fine-tuning masks target tokens (--mask_prob 0.7 --max_pred 48)
-#   TARGET_MASK_PROB=0.7 fraction of target tokens masked (--mask_prob 0.7)
-#   TOTAL_BATCH=128      examples per update (--train_batch_size 128)
-#   BATCH_PER_GPU=32     examples per GPU per step (not from the source: set it to fit your GPUs)
-#   LR=3e-5              peak learning rate (--learning_rate 0.00003), linear warm-up and decay
-#   WARMUP_PERCENT=10    warm-up, percent of the updates (--warmup_proportion 0.1)
-#   EPOCHS=30            training epochs (--num_train_epochs 30; "we can stop ... after 10 epochs");
-#                        the updates are counted from the prepared training set (or set STEPS)
-#   LABEL_SMOOTHING=0.1  (--label_smoothing 0.1)
-#   WEIGHT_DECAY=0.01    hard-coded in unilm-v1 run_seq2seq.py (clipping 1.0 too)
-#   SAVE_INTERVAL=5000   checkpoint every N updates (not from the source)
-#   UNK_TOKEN            "UNK" becomes this [[UNK] for wordpiece, <unk> otherwise]
-#   BEAM=5               beam size (--beam_size 5)
-#   LENPEN=0.6           length penalty (gen_seq_from_trace.py --alpha 0.6, GNMT-style; fairseq's differs)
-#   NO_REPEAT_NGRAM=3    trigram blocking (--forbid_duplicate_ngrams --forbid_ignore_word ".")
-#   MIN_LEN=1            minimum generated tokens (decoder default)
-#   MAX_LEN_B=32         maximum generated tokens (--max_tgt_length 32)
-#   GEN_BATCH=64         decoding batch size (--batch_size 64)
-#   METRICS=rouge        scripts/score.py metrics
+# Neither UniLMv2 nor s2s-ft fine-tunes on English Gigaword; the settings follow UniLM v1 (Dong et al.
+# 2019) §3.1, which fine-tunes UniLM-large with masked target tokens and reuses "most hyper-parameters
+# from pre-training" (§2.4: Adam (0.9, 0.999), weight decay 0.01, dropout 0.1, as pipeline.sh has them).
+# Environment overrides:
+#   MAX_SRC=194          source positions: the first 192 article tokens (UniLM v1 §3.1) plus [SOS] and [EOS]
+#   MAX_TGT=62           target positions, [EOS] included: the rest of the maximum length of 256 (UniLM v1
+#                        §3.1: 256 - 194)
+#   METHOD=masked        fine-tuning masks target tokens (UniLM v1 §2.5)
+#   TARGET_MASK_PROB=0.7 fraction of target tokens masked (UniLM v1 §3.1)
+#   TOTAL_BATCH=64       examples per update (UniLM v1 §3.1)
+#   BATCH_PER_GPU=32     examples per GPU per step (this project's choice: memory only, --update-freq keeps
+#                        TOTAL_BATCH)
+#   LR=3e-5              peak learning rate (UniLM v1 §3.1 reuses pre-training's, §2.4: 3e-5)
+#   WARMUP_PERCENT=10    warm-up, percent of the updates (this project's choice: §3.1 names none; UniLM v1
+#                        §3.5 uses a ratio of 0.1 for GLUE)
+#   EPOCHS=30            epochs, counted into updates from the prepared training set (UniLM v1 §3.1);
+#                        STEPS=N gives the updates instead
+#   LABEL_SMOOTHING=0.1  (UniLM v1 §3.1)
+#   WEIGHT_DECAY=0.01    (UniLM v1 §3.1 reuses pre-training's, §2.4: 0.01)
+#   SAVE_INTERVAL=5000   checkpoint every N updates (this project's choice: bookkeeping only)
+#   UNK_TOKEN=[UNK]      what the released "UNK" becomes; <unk> when TOKENIZER is not wordpiece (this
+#                        project's choice: the vocabulary's own unknown token)
+#   BEAM=5               beam size (UniLM v1 §3.1)
+#   LENPEN=0.6           length penalty, GNMT form (this project's choice: UniLM v1 names none; 0.6 is
+#                        UniLMv2 Table 10's value for XSum's short summaries)
+#   NO_REPEAT_NGRAM=3    trigram blocking (UniLM v1 §3.1 removes duplicated trigrams)
+#   NGRAM_EXEMPT=.       trigrams holding "." are never blocked (this project's choice, as in cnndm.sh; set
+#                        it empty to block all)
+#   MIN_LEN=1            minimum generated tokens (this project's choice: UniLM v1 names none; s2s-ft
+#                        Table 8 uses 1 for its French Gigaword)
+#   MAX_LEN_B=32         maximum generated tokens (this project's choice: UniLM v1 §3.1 tunes it on the
+#                        development set without giving the value)
+#   GEN_BATCH=64         decoding batch size (this project's choice: speed only)
+#   METRICS=rouge        ROUGE-1/2/L F1 (UniLM v1 §3.1)
 set -euo pipefail
 FORMAT=gigaword
-: "${MAX_SRC:=128}" "${MAX_TGT:=64}" "${METHOD:=masked}" "${TARGET_MASK_PROB:=0.7}"
-: "${TOTAL_BATCH:=128}" "${BATCH_PER_GPU:=32}" "${LR:=3e-5}" "${WARMUP_PERCENT:=10}" "${EPOCHS:=30}"
+: "${MAX_SRC:=194}" "${MAX_TGT:=62}" "${METHOD:=masked}" "${TARGET_MASK_PROB:=0.7}"
+: "${TOTAL_BATCH:=64}" "${BATCH_PER_GPU:=32}" "${LR:=3e-5}" "${WARMUP_PERCENT:=10}" "${EPOCHS:=30}"
 : "${LABEL_SMOOTHING:=0.1}" "${WEIGHT_DECAY:=0.01}" "${SAVE_INTERVAL:=5000}"
-: "${BEAM:=5}" "${LENPEN:=0.6}" "${NO_REPEAT_NGRAM:=3}" "${MIN_LEN:=1}" "${MAX_LEN_B:=32}" "${GEN_BATCH:=64}"
-: "${METRICS:=rouge}"
-if [ "${TOKENIZER:-wordpiece}" = wordpiece ]; then : "${UNK_TOKEN:=[UNK]}"; else : "${UNK_TOKEN:=<unk>}"; fi
+: "${BEAM:=5}" "${LENPEN:=0.6}" "${NO_REPEAT_NGRAM:=3}" "${NGRAM_EXEMPT=.}" "${MIN_LEN:=1}"
+: "${MAX_LEN_B:=32}" "${GEN_BATCH:=64}" "${METRICS:=rouge}"
+case ${TOKENIZER:-wordpiece} in
+  wordpiece) : "${UNK_TOKEN:=[UNK]}" ;;
+  *) : "${UNK_TOKEN:=<unk>}" ;;
+esac
 TASK_PREP=(--unk-token "$UNK_TOKEN")
 # shellcheck source=pipeline.sh
 source "$(dirname "${BASH_SOURCE[0]}")/pipeline.sh"

@@ -29,6 +29,22 @@
 #   STAGES         steps to run [prepare,preprocess,train,generate,score]
 #   PYTHON         python that has unilm_fairseq installed [python]
 #
+# Hyperparameters every recipe shares; the recipes follow the papers named in each (docs/recipes.md lists
+# every value beside the papers'):
+#   ADAM_EPS=1e-6        Adam epsilon (s2s-ft Table 7; UniLMv2 Table 10 names none)
+#   CLIP_NORM=1.0        gradient-norm clipping (s2s-ft Table 7)
+#   DROPOUT=0.1          dropout and attention dropout (s2s-ft Table 7)
+#   LENPEN_STYLE=gnmt    length penalty form: gnmt divides a hypothesis' score by ((5 + len) / 6) ** LENPEN,
+#                        GNMT's penalty (Wu et al. 2016), which UniLMv2 Appendix D names for its decoding;
+#                        fairseq divides by len ** LENPEN (LENPEN_STYLE=fairseq)
+# Fixed in the fairseq-train command below: Adam betas (0.9, 0.999) (s2s-ft Table 7) and a linear schedule,
+# linear warm-up then linear decay to 0 (--lr-scheduler polynomial_decay; UniLMv2 Table 10, s2s-ft Table 7).
+# The recipes set the rest: MAX_SRC, MAX_TGT, METHOD, TARGET_MASK_PROB, TOTAL_BATCH, BATCH_PER_GPU, LR,
+# EPOCHS (counted into updates from the prepared training set) or STEPS, WARMUP_PERCENT (of the updates)
+# or WARMUP (updates), LABEL_SMOOTHING, WEIGHT_DECAY, SAVE_INTERVAL, BEAM, LENPEN, NO_REPEAT_NGRAM,
+# NGRAM_EXEMPT (--no-repeat-ngram-exempt: n-grams holding these tokens are never blocked; empty: block all),
+# MIN_LEN, MAX_LEN_B, GEN_BATCH, METRICS. STEPS and WARMUP, when set, override EPOCHS and WARMUP_PERCENT.
+#
 # Sources are truncated to MAX_SRC - 2 tokens when prepared (room for [SOS] and [EOS]); targets are left
 # whole so that the test references stay complete: the unilm_seq2seq task truncates training targets to
 # --max-target-positions itself.
@@ -51,6 +67,7 @@ s2s_ft_main() {
   model_dir=$(dirname "${PRETRAINED:-.}")
   : "${DICT:=$model_dir/dict.txt}" "${TOKENIZER:=wordpiece}" "${LOWERCASE:=1}" "${ARCH:=unilmv2_base}"
   : "${FP16:=1}" "${SEED:=1}" "${WORKERS:=8}" "${SCORING:=rouge}" "${EXTRA_PREP:=}"
+  : "${ADAM_EPS:=1e-6}" "${CLIP_NORM:=1.0}" "${DROPOUT:=0.1}" "${LENPEN_STYLE:=gnmt}"
   case $TOKENIZER in
     wordpiece) : "${VOCAB:=$model_dir/vocab.txt}" ;;
     spm) : "${VOCAB:=$model_dir/spm.model}" ;;
@@ -62,6 +79,14 @@ s2s_ft_main() {
   mkdir -p "$work"
 
   if s2s_ft_stage prepare; then
+    if [ ! -d "$raw" ]; then
+      echo "RAW_DIR $raw: no such directory (it holds the $FORMAT release files)" >&2
+      exit 1
+    fi
+    if [ "$TOKENIZER" != none ] && [ ! -f "$VOCAB" ]; then
+      echo "VOCAB=$VOCAB: no such file (set VOCAB, or PRETRAINED with its $(basename "$VOCAB") beside it)" >&2
+      exit 1
+    fi
     local prep=(--format "$FORMAT" --input "$raw" --output "$text" --max-source-tokens $((MAX_SRC - 2)))
     case $TOKENIZER in
       wordpiece) prep+=(--wordpiece-vocab "$VOCAB") ;;
@@ -74,6 +99,15 @@ s2s_ft_main() {
   fi
 
   if s2s_ft_stage preprocess; then
+    local split side
+    for split in train valid test; do
+      for side in src tgt; do
+        if [ ! -f "$text/$split.$side" ]; then
+          echo "$text/$split.$side: no such file (the prepare stage writes it)" >&2
+          exit 1
+        fi
+      done
+    done
     local dict_flags=(--joined-dictionary)
     if [ -f "$DICT" ]; then
       dict_flags=(--srcdict "$DICT" --tgtdict "$DICT")
@@ -88,7 +122,11 @@ s2s_ft_main() {
 
   if s2s_ft_stage train; then
     local steps=${STEPS:-} warmup=${WARMUP:-}
-    if [ -z "$steps" ]; then  # the source gives epochs: count the updates they take
+    if [ -z "$steps" ]; then  # the paper gives epochs: count the updates they take
+      if [ ! -f "$text/train.src" ]; then
+        echo "$text/train.src: no such file (the prepare stage writes it; or set STEPS)" >&2
+        exit 1
+      fi
       local examples
       examples=$(wc -l < "$text/train.src")
       steps=$(( (examples + TOTAL_BATCH - 1) / TOTAL_BATCH * EPOCHS ))
@@ -111,11 +149,11 @@ s2s_ft_main() {
     fairseq-train "$bin" --user-dir "$user_dir" --task unilm_seq2seq --arch "$ARCH" \
       --criterion unilm_seq2seq --label-smoothing "$LABEL_SMOOTHING" --finetune-method "$METHOD" \
       --max-source-positions "$MAX_SRC" --max-target-positions "$MAX_TGT" \
-      --optimizer adam --adam-betas '(0.9, 0.999)' --adam-eps 1e-08 --weight-decay "$WEIGHT_DECAY" \
-      --clip-norm 1.0 --lr "$LR" --lr-scheduler polynomial_decay --warmup-updates "$warmup" \
+      --optimizer adam --adam-betas '(0.9, 0.999)' --adam-eps "$ADAM_EPS" --weight-decay "$WEIGHT_DECAY" \
+      --clip-norm "$CLIP_NORM" --lr "$LR" --lr-scheduler polynomial_decay --warmup-updates "$warmup" \
       --total-num-update "$steps" --max-update "$steps" \
       --batch-size "$BATCH_PER_GPU" --update-freq $(( TOTAL_BATCH / per_step )) \
-      --dropout 0.1 --attention-dropout 0.1 \
+      --dropout "$DROPOUT" --attention-dropout "$DROPOUT" \
       --save-dir "$save" --save-interval-updates "$SAVE_INTERVAL" --keep-interval-updates 5 \
       --no-epoch-checkpoints --seed "$SEED" --log-format simple --log-interval 100 \
       ${train_flags[@]+"${train_flags[@]}"} "$@"
@@ -125,11 +163,13 @@ s2s_ft_main() {
     local gen_flags=()
     if [ "$TOKENIZER" = spm ]; then gen_flags+=(--post-process sentencepiece); fi
     if [ "$FP16" = 1 ]; then gen_flags+=(--fp16); fi
+    if [ -n "${NGRAM_EXEMPT:-}" ]; then gen_flags+=(--no-repeat-ngram-exempt "$NGRAM_EXEMPT"); fi
     fairseq-generate "$bin" --user-dir "$user_dir" --task unilm_seq2seq \
       --path "${CKPT:-$save/checkpoint_last.pt}" \
       --finetune-method "$METHOD" --max-source-positions "$MAX_SRC" --max-target-positions "$MAX_TGT" \
       --gen-subset test --batch-size "$GEN_BATCH" --beam "$BEAM" --lenpen "$LENPEN" \
-      --no-repeat-ngram-size "$NO_REPEAT_NGRAM" --min-len "$MIN_LEN" --max-len-a 0 --max-len-b "$MAX_LEN_B" \
+      --lenpen-style "$LENPEN_STYLE" --no-repeat-ngram-size "$NO_REPEAT_NGRAM" --min-len "$MIN_LEN" \
+      --max-len-a 0 --max-len-b "$MAX_LEN_B" \
       --required-batch-size-multiple 1 --scoring "$SCORING" ${gen_flags[@]+"${gen_flags[@]}"} > "$gen"
   fi
 

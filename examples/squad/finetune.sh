@@ -8,41 +8,66 @@
 # scripts/convert_hf_checkpoint.py (or a unilmv2 checkpoint and its dict.txt: PRETRAINED=..., DICT=...).
 # Extra arguments go to fairseq-train (for example --fp16, --update-freq 2).
 #
-# Settings (override any by setting the variable):
-#   MAX_SEQ_LENGTH=384   tokens per window            } BERT's SQuAD settings (google-research/bert
-#   DOC_STRIDE=128       passage tokens between windows } run_squad.py defaults and README), which the
-#   MAX_QUERY_LENGTH=64  question tokens kept          } UniLM papers' SQuAD experiments follow
-#   N_BEST=20, MAX_ANSWER_LENGTH=30                     } (BERT run_squad.py defaults)
-#   TOTAL_BATCH=32       windows per update
-#   LR=2e-5              peak learning rate, linear warm-up then linear decay
-#   EPOCHS=3             passes over the training windows
-#   WARMUP_PERCENT=10    warm-up, percent of the updates
-#   WEIGHT_DECAY=0.01    AdamW-style decoupled weight decay; Adam betas (0.9, 0.98), eps 1e-6 as in
-#                        UniLMv2's optimizer description
-#   The batch size, learning rate, epochs and warm-up above are the usual BERT-family SQuAD settings
-#   (batch 32, 2e-5, 3 epochs, 10% warm-up), not the UniLMv2 paper's fine-tuning table: compare with
-#   Bao et al. (2020), appendix, before reporting numbers.
-#   NULL_THRESHOLD=0.0   v2.0: answer "" when the null score beats the best span by more than this
-#                        (BERT run_squad.py default; tune it on dev with --null-odds-output)
-#   BATCH_PER_GPU=32     windows per GPU per step (not from a source: fit it to your GPUs; the update
-#                        is accumulated to TOTAL_BATCH)
-#   GPUS=1, TOKENIZER=wordpiece, CASED=0 (1 for cased vocabularies)
+# Settings (environment overrides). UniLMv2 (Bao et al. 2020) Table 9 gives one set for SQuAD v1.1 and
+# v2.0, used for unilmv2 models; UniLM v1 (Dong et al. 2019) §3.2 fine-tunes "in the same way as
+# BERT-large", used when ARCH is unilm_v1_* (or SETTINGS=unilm_v1). Where a paper names no value the
+# setting is this project's choice, mostly BERT's SQuAD windowing and decoding.
+#   MAX_SEQ_LENGTH=384   tokens per window (UniLM v1 §3.2; UniLMv2 names none)
+#   DOC_STRIDE=128       passage tokens between windows (this project's choice: BERT's; the papers name none)
+#   MAX_QUERY_LENGTH=64  question tokens kept (this project's choice: BERT's)
+#   N_BEST=20            start and end candidates per window (this project's choice: BERT's)
+#   MAX_ANSWER_LENGTH=30 longest answer in tokens (this project's choice: BERT's)
+#   TOTAL_BATCH=32       windows per update (UniLMv2 Table 9); 24 for unilm_v1 (UniLM v1 §3.2)
+#   LR=2e-5              peak learning rate, linear warm-up then linear decay (UniLMv2 Table 9; for unilm_v1
+#                        this project's choice, §3.2 names none)
+#   EPOCHS=4             passes over the training windows (UniLMv2 Table 9); 3 for unilm_v1 (UniLM v1 §3.2)
+#   WARMUP_PERCENT=10    warm-up, percent of the updates (UniLMv2 Table 9: ratio 0.1; for unilm_v1 this
+#                        project's choice)
+#   WEIGHT_DECAY=0.01    decoupled weight decay (UniLMv2 Table 9; for unilm_v1 this project's choice)
+#   ADAM_EPS=1e-6        Adam epsilon (this project's choice: UniLMv2 §4.1's pre-training optimizer, Adam
+#                        (0.9, 0.98) eps 1e-6, which is fixed below; the fine-tuning tables name none)
+#   CLIP_NORM=1.0        gradient-norm clipping (this project's choice: the papers name none for SQuAD)
+#   NULL_THRESHOLD=0.0   v2.0: answer "" when the null score beats the best span by more than this (this
+#                        project's choice: BERT's; tune it on dev with the null_odds.json written)
+#   BATCH_PER_GPU        windows per GPU per step [TOTAL_BATCH / GPUS] (this project's choice: memory only;
+#                        TOTAL_BATCH must be a multiple of GPUS x BATCH_PER_GPU)
+#   GPUS=1, TOKENIZER=wordpiece, CASED=0 (1 for cased vocabularies), ARCH=unilmv2_base
 set -euo pipefail
 if [ $# -lt 2 ]; then
-    sed -n '2,31p' "$0"
+    sed -n '2,9p' "$0"
     exit 1
 fi
 SQUAD_DIR=$1
 WORK=$2
 shift 2
 : "${VERSION:=1.1}" "${MODEL:=}" "${PRETRAINED:=${MODEL:+$MODEL/model.pt}}" "${DICT:=${MODEL:+$MODEL/dict.txt}}"
-: "${MAX_SEQ_LENGTH:=384}" "${DOC_STRIDE:=128}" "${MAX_QUERY_LENGTH:=64}" "${N_BEST:=20}" "${MAX_ANSWER_LENGTH:=30}"
-: "${TOTAL_BATCH:=32}" "${BATCH_PER_GPU:=32}" "${GPUS:=1}" "${LR:=2e-5}" "${EPOCHS:=3}" "${WARMUP_PERCENT:=10}"
-: "${WEIGHT_DECAY:=0.01}" "${NULL_THRESHOLD:=0.0}" "${TOKENIZER:=wordpiece}" "${CASED:=0}" "${ARCH:=unilmv2_base}"
+: "${TOKENIZER:=wordpiece}" "${CASED:=0}" "${ARCH:=unilmv2_base}" "${GPUS:=1}"
+case $ARCH in
+  unilm_v1_*) : "${SETTINGS:=unilm_v1}" ;;
+  *) : "${SETTINGS:=unilmv2}" ;;
+esac
+: "${MAX_SEQ_LENGTH:=384}" "${DOC_STRIDE:=128}" "${MAX_QUERY_LENGTH:=64}" "${N_BEST:=20}"
+: "${MAX_ANSWER_LENGTH:=30}" "${LR:=2e-5}" "${WARMUP_PERCENT:=10}" "${WEIGHT_DECAY:=0.01}"
+: "${ADAM_EPS:=1e-6}" "${CLIP_NORM:=1.0}" "${NULL_THRESHOLD:=0.0}"
+case $SETTINGS in
+  unilm_v1) : "${TOTAL_BATCH:=24}" "${EPOCHS:=3}" ;;
+  *) : "${TOTAL_BATCH:=32}" "${EPOCHS:=4}" ;;
+esac
+: "${BATCH_PER_GPU:=$(( TOTAL_BATCH / GPUS ))}"
+if (( BATCH_PER_GPU < 1 || TOTAL_BATCH % (GPUS * BATCH_PER_GPU) )); then
+    echo "TOTAL_BATCH=$TOTAL_BATCH is not a multiple of GPUS*BATCH_PER_GPU=$(( GPUS * BATCH_PER_GPU ))" >&2
+    exit 1
+fi
 if [ -z "$DICT" ] || [ ! -f "$DICT" ]; then
     echo "set MODEL (a converted model folder) or DICT (its dict.txt)" >&2
     exit 1
 fi
+for split in train dev; do
+    if [ ! -f "$SQUAD_DIR/$split-v$VERSION.json" ]; then
+        echo "$SQUAD_DIR/$split-v$VERSION.json: no such file (the official SQuAD v$VERSION release)" >&2
+        exit 1
+    fi
+done
 mkdir -p "$WORK/data"
 ln -sf "$(realpath "$DICT")" "$WORK/data/dict.txt"
 ln -sf "$(realpath "$SQUAD_DIR/train-v$VERSION.json")" "$WORK/data/train.json"
@@ -66,14 +91,15 @@ task = SquadQATask.setup_task(cfg)
 print(len(task.load_squad(task.split_file("train"), training=True)))
 PY
 )
-UPDATE_FREQ=$(( (TOTAL_BATCH + GPUS * BATCH_PER_GPU - 1) / (GPUS * BATCH_PER_GPU) ))
+UPDATE_FREQ=$(( TOTAL_BATCH / (GPUS * BATCH_PER_GPU) ))
 UPDATES=$(( (WINDOWS * EPOCHS + TOTAL_BATCH - 1) / TOTAL_BATCH ))
 WARMUP=$(( UPDATES * WARMUP_PERCENT / 100 ))
 echo "SQuAD v$VERSION: $WINDOWS training windows -> $UPDATES updates ($WARMUP warm-up)"
 
 fairseq-train "$WORK/data" --user-dir unilm_fairseq "${TASK_FLAGS[@]}" "${PRETRAINED_FLAG[@]}" \
     --arch "$ARCH" --criterion squad_span \
-    --optimizer adam --adam-betas '(0.9, 0.98)' --adam-eps 1e-6 --weight-decay "$WEIGHT_DECAY" --clip-norm 1.0 \
+    --optimizer adam --adam-betas '(0.9, 0.98)' --adam-eps "$ADAM_EPS" --weight-decay "$WEIGHT_DECAY" \
+    --clip-norm "$CLIP_NORM" \
     --lr "$LR" --lr-scheduler polynomial_decay --warmup-updates "$WARMUP" --total-num-update "$UPDATES" \
     --max-update "$UPDATES" --batch-size "$BATCH_PER_GPU" --update-freq "$UPDATE_FREQ" \
     --required-batch-size-multiple 1 --save-dir "$WORK/checkpoints" --no-epoch-checkpoints \
