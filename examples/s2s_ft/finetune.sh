@@ -20,7 +20,8 @@
 #               continued with --task pmlm (its dict.txt and model_args.txt beside it) []
 #   METHOD      s2s-ft method: pseudo_masked | masked | causal [pseudo_masked: s2s-ft §3.2, Table 2]
 #   UPDATES     training updates; the learning rate decays linearly to 0 over them (Table 7's schedule)
-#               [250: choice, about 10 minutes on 2 cores]
+#               [250: choice; the main job takes 520 s with it on 2 idle cores, and 400 updates scored a
+#               little higher in about 13 minutes (docs/results.md, the budget curve)]
 #   MINUTES     also stop training after this many minutes (fairseq --stop-time-hours) []
 #   VALID_EVERY validate (and save) every this many updates [half of UPDATES: choice]
 #   CKPT        checkpoint to decode: best (lowest validation loss: fairseq's checkpoint_best.pt), last, or
