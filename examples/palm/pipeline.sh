@@ -35,6 +35,8 @@
 # EPOCHS is counted into updates from the prepared training set; STEPS, when set, gives them instead.
 
 PALM_REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+# shellcheck source=examples/common/pairs.sh
+. "$PALM_REPO/examples/common/pairs.sh"
 
 palm_stage() {
   [[ ",$STAGES," == *",$1,"* ]]
@@ -83,15 +85,7 @@ palm_main() {
   fi
 
   if palm_stage preprocess; then
-    local split side
-    for split in train valid test; do
-      for side in src tgt; do
-        if [ ! -f "$text/$split.$side" ]; then
-          echo "$text/$split.$side: no such file (the prepare stage writes it)" >&2
-          exit 1
-        fi
-      done
-    done
+    require_pair_files "$text" "the prepare stage writes it"
     local dict_flags=(--joined-dictionary)
     if [ -f "$DICT" ]; then
       dict_flags=(--srcdict "$DICT" --tgtdict "$DICT")
@@ -109,13 +103,7 @@ palm_main() {
   if palm_stage train; then
     local steps=${STEPS:-}
     if [ -z "$steps" ]; then  # the paper gives epochs: count the updates they take
-      if [ ! -f "$text/train.src" ]; then
-        echo "$text/train.src: no such file (the prepare stage writes it; or set STEPS)" >&2
-        exit 1
-      fi
-      local examples
-      examples=$(wc -l < "$text/train.src")
-      steps=$(( (examples + TOTAL_BATCH - 1) / TOTAL_BATCH * EPOCHS ))
+      steps=$(updates_for_epochs "$text/train.src" "$TOTAL_BATCH" "$EPOCHS")
     fi
     : "${GPUS:=$("$PYTHON" -c 'import torch; print(max(torch.cuda.device_count(), 1))')}"
     local per_step=$(( GPUS * BATCH_PER_GPU ))

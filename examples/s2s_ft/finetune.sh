@@ -61,14 +61,9 @@ run() {  # print a command, then run it
   "$@"
 }
 stage() { [[ ",$STAGES," == *",$1,"* ]]; }
-for split in train valid test; do
-  for side in src tgt; do
-    if [ ! -f "$DATA/$split.$side" ]; then
-      echo "error: $DATA/$split.$side not found (DATA_DIR needs {train,valid,test}.{src,tgt})" >&2
-      exit 1
-    fi
-  done
-done
+# shellcheck source=examples/common/pairs.sh
+. "$REPO/examples/common/pairs.sh"
+require_pair_files "$DATA" "DATA_DIR needs {train,valid,test}.{src,tgt}"
 mkdir -p "$WORK"
 MODEL=$WORK/model
 DEVICE=()

@@ -50,6 +50,8 @@
 # --max-target-positions itself.
 
 S2S_FT_REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+# shellcheck source=examples/common/pairs.sh
+. "$S2S_FT_REPO/examples/common/pairs.sh"
 
 s2s_ft_stage() {
   [[ ",$STAGES," == *",$1,"* ]]
@@ -99,15 +101,7 @@ s2s_ft_main() {
   fi
 
   if s2s_ft_stage preprocess; then
-    local split side
-    for split in train valid test; do
-      for side in src tgt; do
-        if [ ! -f "$text/$split.$side" ]; then
-          echo "$text/$split.$side: no such file (the prepare stage writes it)" >&2
-          exit 1
-        fi
-      done
-    done
+    require_pair_files "$text" "the prepare stage writes it"
     local dict_flags=(--joined-dictionary)
     if [ -f "$DICT" ]; then
       dict_flags=(--srcdict "$DICT" --tgtdict "$DICT")
@@ -123,13 +117,7 @@ s2s_ft_main() {
   if s2s_ft_stage train; then
     local steps=${STEPS:-} warmup=${WARMUP:-}
     if [ -z "$steps" ]; then  # the paper gives epochs: count the updates they take
-      if [ ! -f "$text/train.src" ]; then
-        echo "$text/train.src: no such file (the prepare stage writes it; or set STEPS)" >&2
-        exit 1
-      fi
-      local examples
-      examples=$(wc -l < "$text/train.src")
-      steps=$(( (examples + TOTAL_BATCH - 1) / TOTAL_BATCH * EPOCHS ))
+      steps=$(updates_for_epochs "$text/train.src" "$TOTAL_BATCH" "$EPOCHS")
     fi
     if [ -z "$warmup" ]; then warmup=$(( steps * WARMUP_PERCENT / 100 )); fi
     : "${GPUS:=$("$PYTHON" -c 'import torch; print(max(torch.cuda.device_count(), 1))')}"
