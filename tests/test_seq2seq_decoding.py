@@ -184,7 +184,7 @@ def test_training_forward_equals_recomputed_decoding(method):
 
 
 def test_causal_step_zero_feeds_the_start_token_at_the_first_target_position():
-    # s2s-ft.md §2.1, Figure 1a: "[SOS] source" is the source segment; [EOS] at position S - 1 (target
+    # s2s-ft §2.1, Figure 1a: "[SOS] source" is the source segment; [EOS] at position S - 1 (target
     # segment, sees the source and itself) predicts t_1. Built by hand, not through seq2seq_layout.
     model = decoding_model("causal")
     items = [pairs_dataset("causal")[i] for i in range(3)]

@@ -2,7 +2,7 @@
 
 The example is the source "[SOS] a b [EOS]" (4 tokens, positions 0-3, segment 0) and the target
 "x y [EOS]" (target j has position 4 + j, segment 1); the causal method moves the source's [EOS] to the
-target side as its start token (s2s-ft.md §2.1, Figure 1a). Every expected tensor is written out
+target side as its start token (s2s-ft §2.1, Figure 1a). Every expected tensor is written out
 literally, one row per query and one column per key (1 = the query may attend the key), derived by hand
 from the rules quoted above it.
 """
@@ -59,7 +59,7 @@ def test_causal_feeds_the_start_token_and_all_but_the_last_target():
 
 
 def test_causal_three_token_source_and_three_token_target():
-    # source "[SOS] a [EOS]", target "x y [EOS]" (s2s-ft.md §2.1, Figure 1a; s2s-ft's "--mask_way v0"
+    # source "[SOS] a [EOS]", target "x y [EOS]" (s2s-ft §2.1, Figure 1a; s2s-ft's "--mask_way v0"
     # packs "[CLS] a" with "[SEP] x y"): source segment "[SOS] a" at positions 0-1; target segment
     # "[EOS] x y" at positions 2-4 with causal attention; the outputs at [EOS], x, y predict x, y, [EOS]
     source = torch.tensor([SOS, A, EOS])

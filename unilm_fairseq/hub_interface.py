@@ -198,7 +198,7 @@ class UniLMModel(GeneratorHubInterface):
             ``</s>`` is the [EOS]), computed with bidirectional attention over the source alone, source
             segment and positions ``0..S-1``; right-padded, with zeros on padding. ``B = 1`` for one input.
             A causal model's source segment is "[SOS] tokens" without the [EOS], which its decoder
-            feeds as the start token (s2s-ft.md §2.1, Figure 1a): that row is zero too.
+            feeds as the start token (s2s-ft §2.1, Figure 1a): that row is zero too.
         """
         if isinstance(tokens, str) or (torch.is_tensor(tokens) and tokens.dim() == 1):
             tokens = [tokens]

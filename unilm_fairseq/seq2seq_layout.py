@@ -4,7 +4,7 @@ The source is "[SOS] source [EOS]" (``S`` tokens) with segment 0 and positions `
 masked and pseudo-masked methods target token ``j`` (``j = 0..n-1``) has segment 1 and position
 ``S + j``.
 
-* ``causal`` (s2s-ft.md §2.1, Figure 1a; ``--mask_way v0``, "position shift", in the original
+* ``causal`` (s2s-ft §2.1, Figure 1a; ``--mask_way v0``, "position shift", in the original
   s2s-ft code): the source segment is "[SOS] source" (``S - 1`` tokens, positions ``0..S-2``); the
   source's closing ``[EOS]`` (fairseq's ``eos``, ``[SEP]`` in BERT vocabularies) moves to the
   target side as the start token: segment 1, position ``S - 1``, causal attention. Then come
@@ -65,7 +65,7 @@ def build_example(source: Tensor, target_inputs: Tensor, predict: Tensor, method
     if method == "causal":
         if not bool(predict.all()):
             raise ValueError("the causal method predicts every target token")
-        # s2s-ft.md §2.1, Figure 1a: the start token [EOS] (the source's last token) leads the target
+        # s2s-ft §2.1, Figure 1a: the start token [EOS] (the source's last token) leads the target
         # side; it and t_1 .. t_{n-1} are fed, each predicting the next target token
         n_context = n_src - 1
         tokens = torch.cat([source, target_inputs[: n_tgt - 1]])

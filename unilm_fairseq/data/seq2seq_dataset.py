@@ -24,7 +24,7 @@ class Seq2SeqDataset(CompleteBatchesMixin, FairseqDataset):
     :mod:`unilm_fairseq.seq2seq_layout`), its noise seeded per (seed, epoch, index):
 
     * causal: no noise; the layout feeds the source's ``[EOS]`` as the target side's start
-      token and every target token but the last (s2s-ft.md §2.1, Figure 1a);
+      token and every target token but the last (s2s-ft §2.1, Figure 1a);
     * masked: ``target_mask_prob`` of the target tokens (at least one, ``[EOS]``
       included) are predicted; their inputs are corrupted 80/10/10;
     * pseudo-masked: ``word_drop_prob`` of the real target inputs are corrupted

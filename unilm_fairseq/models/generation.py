@@ -6,7 +6,7 @@ same copy (like fairseq's beamable encoder-decoder attention), so beam search
 never copies or reorders them. Each decoding step feeds the previous real token
 and (masked and pseudo-masked methods) a mask token at the next position; the
 real token's keys and values join the per-hypothesis cache, the mask token's
-never do. The causal method (s2s-ft.md §2.1, Figure 1a) encodes "[SOS] source"
+never do. The causal method (s2s-ft §2.1, Figure 1a) encodes "[SOS] source"
 only: its first step feeds the start token ``[EOS]`` at the first target
 position, which is cached like a real target token and predicts ``t_1``; every
 later step feeds the previous token, whose output predicts the next. Without an
@@ -72,7 +72,7 @@ class UniLMSourceEncoder(FairseqEncoder):
         """The bidirectional encoding of the source segment (source segment, positions ``0..n-1``).
 
         The source segment is "[SOS] source [EOS]", except in the causal method, where it is
-        "[SOS] source": there the closing ``[EOS]`` is the decoder's start token (s2s-ft.md §2.1,
+        "[SOS] source": there the closing ``[EOS]`` is the decoder's start token (s2s-ft §2.1,
         Figure 1a), so it is treated as padding here and fed by the decoder's first step.
 
         Args:
@@ -184,7 +184,7 @@ class UniLMIncrementalDecoder(FairseqIncrementalDecoder):
     def _step(self, tokens, encoder_out, incremental_state) -> Tensor:
         """One decoding step; the cache holds the keys and values of the real target tokens only.
 
-        Causal (s2s-ft.md §2.1, Figure 1a): step 0 feeds the start token ``[EOS]`` (the dictionary's
+        Causal (s2s-ft §2.1, Figure 1a): step 0 feeds the start token ``[EOS]`` (the dictionary's
         ``eos``) at the first target position; step ``t > 0`` feeds ``t_t``. The fed token is cached
         and its output is the next token's. Other methods: step ``t > 0`` feeds ``t_t`` (cached) and
         every step a mask token after it (never cached), whose output is the next token's.
