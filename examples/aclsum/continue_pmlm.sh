@@ -7,7 +7,8 @@
 #   bash examples/aclsum/continue_pmlm.sh [WORK_DIR] [extra fairseq-train flags for the pmlm stage]
 #
 # Settings (environment; default in brackets): PMLM_UPDATES [150], PMLM_LR [2e-4], PMLM_BATCH [16],
-# PMLM_TOKENS (tokens per pre-training example) [256], MAX_SRC [256]; the fine-tuning settings are
+# PMLM_TOKENS (tokens per pre-training example) [256], MAX_SRC [256], CPU (1: stay on the CPU even if
+# CUDA is available) [1 when no GPU is visible]; the fine-tuning settings are
 # examples/s2s_ft/finetune.sh's (UPDATES, LR, BATCH, ...). The pre-training text never holds a summary or
 # a test paper. Objective and masking follow UniLMv2 (Bao et al. 2020, Algorithm 1 and §4.1: 15% masked,
 # 40% of masking steps 2-6-token spans, 80/10/10 corruption; AE + PAR); the optimizer follows its Table 7
@@ -19,7 +20,10 @@ REPO=$(cd "$(dirname "$0")/../.." && pwd)
 WORK=${1:-work/aclsum-pmlm}
 shift $(( $# > 0 ? 1 : 0 ))
 : "${PMLM_UPDATES:=150}" "${PMLM_LR:=2e-4}" "${PMLM_BATCH:=16}" "${PMLM_TOKENS:=256}" "${MAX_SRC:=256}"
-export MAX_SRC
+: "${CPU:=$(python -c 'import torch; print(0 if torch.cuda.is_available() else 1)')}"
+export MAX_SRC CPU
+DEVICE=()
+if [ "$CPU" = 1 ]; then DEVICE=(--cpu); fi
 run() {
   printf '+ %s\n' "$*" >&2
   "$@"
@@ -46,7 +50,7 @@ run fairseq-preprocess --user-dir "$USER_DIR" --task pmlm --only-source --srcdic
 validate() {  # held-out AE and PAR loss (bits per predicted token) of a checkpoint
   run fairseq-validate "$PM/bin" --user-dir "$USER_DIR" --task pmlm --path "$1" \
     --tokens-per-sample "$PMLM_TOKENS" --batch-size 16 --required-batch-size-multiple 1 --seed 1 \
-    --cpu --num-workers 0 2>&1 | grep "valid on" | tee "$2"
+    --num-workers 0 ${DEVICE[@]+"${DEVICE[@]}"} 2>&1 | grep "valid on" | tee "$2"
 }
 echo "== held-out AE / PAR loss of the converted model (its MLM head is untrained)"
 validate "$MODEL/model.pt" "$PM/valid-before.txt"
@@ -61,7 +65,7 @@ run fairseq-train "$PM/bin" --user-dir "$USER_DIR" --task pmlm --criterion ae_pa
   --optimizer adam --adam-betas '(0.9, 0.98)' --adam-eps 1e-6 --weight-decay 0.01 --clip-norm 0.0 \
   --lr "$PMLM_LR" --lr-scheduler polynomial_decay --warmup-updates $((PMLM_UPDATES / 10)) \
   --total-num-update "$PMLM_UPDATES" --max-update "$PMLM_UPDATES" --disable-validation \
-  --save-dir "$PM/checkpoints" --no-epoch-checkpoints --seed 1 --cpu --num-workers 0 \
+  --save-dir "$PM/checkpoints" --no-epoch-checkpoints --seed 1 --num-workers 0 ${DEVICE[@]+"${DEVICE[@]}"} \
   --log-format simple --log-interval 5 "$@"
 cp "$MODEL/dict.txt" "$MODEL/model_args.txt" "$PM/checkpoints/"
 
