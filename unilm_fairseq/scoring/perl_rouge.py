@@ -35,8 +35,8 @@ What one run does (:func:`perl_rouge`):
   resample drawn after ``srand(i)``. It repeats exactly for the same pairs in the same order, but moves
   with the order. Over
   40 random orders of the 27 pairs of ``tests/fixtures/rouge_real`` its distance from the plain mean had
-  a standard deviation of 0.06 standard errors of the mean (SE = confidence-interval width / 3.92; about
-  0.16 ROUGE-1 points there), at most 0.16 SE; the SE shrinks as 1/sqrt(pairs).
+  a standard deviation of 0.06 standard errors of the mean (SE = confidence-interval width / 3.92;
+  0.14-0.18 points there), at most 0.16 SE (0.44 points); the SE shrinks as 1/sqrt(pairs).
   :attr:`PerlRougeScore.fmeasure` is the script's number, :attr:`PerlRougeScore.mean_fmeasure` the plain
   mean of its per-pair F.
 """
