@@ -165,8 +165,9 @@ def _data_dir(home: str, folder: str) -> str:
 
 
 def _sentences(text: str, separator: Optional[str]) -> List[str]:
-    """The non-empty sentences of ``text``: its lines, each split at ``separator`` if one is given."""
-    pieces = text.splitlines()
+    """The non-empty sentences of ``text``: its lines, split at line feeds only (as rouge-score's
+    ROUGE-Lsum and perl split them), each split at ``separator`` if one is given."""
+    pieces = text.split("\n")
     if separator:
         pieces = [piece for line in pieces for piece in line.split(separator)]
     return [piece.strip() for piece in pieces if piece.strip()]
