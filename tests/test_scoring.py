@@ -332,7 +332,10 @@ def test_score_script_on_files(tmp_path, wordnet):
     hyps = [detokenize_sentencepiece(h) for h in spm_hyps]
     expected = {name: 100 * value for name, value in rouge_scores(hyps, refs).items()}
     expected.update(bleu4=bleu4(hyps, refs), meteor=100 * meteor(hyps, refs))
-    assert json.loads(out.read_text()) == pytest.approx({"num_pairs": 2, **expected})
+    assert json.loads(out.read_text()) == pytest.approx(
+        {"num_pairs": 2, "rouge_backend": "rouge-score", **expected}
+    )
+    assert "ROUGE: rouge-score, Porter stemming" in proc.stdout
     table = proc.stdout
     for name, key in [
         ("ROUGE-1", "rouge1"),
@@ -353,7 +356,9 @@ def test_score_script_on_generate_output(tmp_path):
     refs = ["the cat sat on the mat <q> it was glad", "a man was arrested by police on friday", "at all here"]
     expected = {name: 100 * value for name, value in rouge_scores(hyps, refs, "<q>").items()}
     expected["bleu4"] = bleu4(hyps, refs, lowercase=True)
-    assert json.loads(out.read_text()) == pytest.approx({"num_pairs": 3, **expected})
+    assert json.loads(out.read_text()) == pytest.approx(
+        {"num_pairs": 3, "rouge_backend": "rouge-score", **expected}
+    )
 
 
 def test_score_script_without_wordnet_still_reports(tmp_path):

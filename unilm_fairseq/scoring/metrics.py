@@ -1,6 +1,7 @@
 """Generation metrics as pure functions, and detokenisers for subword output.
 
-Scales follow the libraries: :func:`rouge_scores` and :func:`meteor` return values in [0, 1],
+Scales follow the libraries: :func:`rouge_scores` (rouge-score, or the perl ROUGE-1.5.5 with
+``backend="perl"``) and :func:`meteor` return values in [0, 1],
 :func:`bleu4` in [0, 100] (sacrebleu). Each takes parallel lists of hypotheses and references,
 one string per example.
 
@@ -18,6 +19,8 @@ from typing import Dict, List, Optional, Sequence, Tuple
 
 # rouge-score's names; F1 of each is reported
 ROUGE_TYPES = ("rouge1", "rouge2", "rougeL", "rougeLsum")
+# "rouge-score": Google's Python package (the default); "perl": Lin's ROUGE-1.5.5 script (perl_rouge.py)
+ROUGE_BACKENDS = ("rouge-score", "perl")
 SENTENCEPIECE_SPACE = "\u2581"  # "▁": marks a piece that starts a new word
 WORDPIECE_CONTINUATION = "##"  # marks a WordPiece that continues the previous word
 WORDNET_SETUP_HINT = (
@@ -76,7 +79,7 @@ def split_sentences(text: str, separator: Optional[str]) -> str:
     return "\n".join(s.strip() for s in text.split(separator) if s.strip())
 
 
-def _check_pairs(hyps: Sequence[str], refs: Sequence[str]) -> None:
+def check_pairs(hyps: Sequence[str], refs: Sequence[str]) -> None:
     if len(hyps) != len(refs):
         raise ValueError(f"{len(hyps)} hypotheses but {len(refs)} references")
     if not hyps:
@@ -88,6 +91,7 @@ def rouge_scores(
     refs: Sequence[str],
     sentence_separator: Optional[str] = None,
     use_stemmer: bool = True,
+    backend: str = "rouge-score",
 ) -> Dict[str, float]:
     """Mean per-example ROUGE-1/2/L/Lsum F1 in [0, 1], keyed by :data:`ROUGE_TYPES`.
 
@@ -96,10 +100,20 @@ def rouge_scores(
     summary-level LCS over sentences, which are the lines of a text: ``sentence_separator`` (e.g.
     ``"<q>"``) turns one-line texts into lines first, and is dropped from every metric's tokens.
     The mean (not rouge-score's bootstrap midpoint) keeps the result deterministic.
+
+    ``backend="perl"`` scores the same sentences with the official ROUGE-1.5.5 script instead
+    (:func:`unilm_fairseq.scoring.perl_rouge.perl_rouge`; ``use_stemmer`` is its ``-m``).
     """
+    if backend not in ROUGE_BACKENDS:
+        raise ValueError(f"unknown ROUGE backend {backend!r}: choose from {', '.join(ROUGE_BACKENDS)}")
+    check_pairs(hyps, refs)
+    if backend == "perl":
+        from .perl_rouge import perl_rouge
+
+        scores = perl_rouge(hyps, refs, sentence_separator, stemming=use_stemmer)
+        return {rouge_type: scores[rouge_type].fmeasure for rouge_type in ROUGE_TYPES}
     from rouge_score import rouge_scorer
 
-    _check_pairs(hyps, refs)
     scorer = rouge_scorer.RougeScorer(list(ROUGE_TYPES), use_stemmer=use_stemmer)
     totals = dict.fromkeys(ROUGE_TYPES, 0.0)
     for hyp, ref in zip(hyps, refs):
@@ -115,7 +129,7 @@ def bleu4(hyps: Sequence[str], refs: Sequence[str], tokenize: str = "13a", lower
     """Corpus BLEU-4 in [0, 100] with one reference per hypothesis (sacrebleu, its default smoothing)."""
     import sacrebleu
 
-    _check_pairs(hyps, refs)
+    check_pairs(hyps, refs)
     return sacrebleu.corpus_bleu(list(hyps), [list(refs)], tokenize=tokenize, lowercase=lowercase).score
 
 
@@ -152,7 +166,7 @@ def meteor(hyps: Sequence[str], refs: Sequence[str], wordnet=None) -> float:
     lowercases them. ``wordnet`` defaults to :func:`load_wordnet`; any object with nltk's
     ``synsets(word)`` works, e.g. one with no synonyms to score exact and stem matches only.
     """
-    _check_pairs(hyps, refs)
+    check_pairs(hyps, refs)
     if wordnet is None:
         wordnet = load_wordnet()
     from nltk.translate.meteor_score import single_meteor_score

