@@ -5,7 +5,7 @@ Architectures only fill defaults the user left unset (``safe_getattr``).
 
 import logging
 from dataclasses import dataclass, field
-from typing import Optional
+from typing import Optional, Tuple
 
 from fairseq import utils
 from fairseq.dataclass import ChoiceEnum, FairseqDataclass
@@ -74,6 +74,17 @@ class UniLMv2Config(FairseqDataclass):
     seq2seq_target_positions: int = field(
         default=0, metadata={"help": "--max-target-positions of s2s-ft fine-tuning, recorded likewise"}
     )
+    seq2seq_source_segment: int = field(
+        default=seq2seq_layout.SOURCE_SEGMENT,
+        metadata={"help": "segment id of the source in s2s-ft layouts and decoding (UniLM v1 models: 4); "
+                  "--task unilm_seq2seq records it from --seq2seq-segment-ids when training and "
+                  "generation reads it from the checkpoint"},
+    )  # fmt: skip
+    seq2seq_target_segment: int = field(
+        default=seq2seq_layout.TARGET_SEGMENT,
+        metadata={"help": "segment id of the target side, mask tokens included (UniLM v1 models: 5); "
+                  "recorded likewise"},
+    )  # fmt: skip
 
 
 @register_model("unilmv2", dataclass=UniLMv2Config)
@@ -100,8 +111,9 @@ class UniLMv2Model(BaseFairseqModel):
         self.span_heads = nn.ModuleDict()
         self.apply(init_bert_params)
         method = str(cfg.seq2seq_method)
-        self.encoder = UniLMSourceEncoder(dictionary, self.transformer, self.lm_head, method)
-        self.decoder = UniLMIncrementalDecoder(dictionary, self.transformer, self.lm_head, method)
+        segments = seq2seq_segments(cfg)
+        self.encoder = UniLMSourceEncoder(dictionary, self.transformer, self.lm_head, method, segments)
+        self.decoder = UniLMIncrementalDecoder(dictionary, self.transformer, self.lm_head, method, segments)
 
     @classmethod
     def build_model(cls, cfg, task):
@@ -251,6 +263,20 @@ class UniLMv2Model(BaseFairseqModel):
                     state_dict[prefix + key] = value
 
 
+def seq2seq_segments(cfg) -> Tuple[int, int]:
+    """The source and target segment ids of the config's s2s-ft layout; an id without an embedding row
+    is a clear error (no segment table at all: the ids are unused)."""
+    segments = (int(cfg.seq2seq_source_segment), int(cfg.seq2seq_target_segment))
+    rows = cfg.num_segments
+    if rows > 0 and (min(segments) < 0 or max(segments) >= rows):
+        raise ValueError(
+            f"seq2seq segment ids {segments} need segment embeddings 0..{max(segments)}, but the model has "
+            f"{rows} (--num-segments); UniLM v1's ids 4-5 need --num-segments 6 (--arch unilm_v1_base), "
+            "other models use --seq2seq-segment-ids 0-1"
+        )
+    return segments
+
+
 def base_architecture(args):
     """Defaults of the base model (12 layers, 768 hidden); fills only unset fields."""
     args.encoder_layers = safe_getattr(args, "encoder_layers", 12)
@@ -272,6 +298,8 @@ def base_architecture(args):
     args.seq2seq_method = safe_getattr(args, "seq2seq_method", "pseudo_masked")
     args.seq2seq_source_positions = safe_getattr(args, "seq2seq_source_positions", 0)
     args.seq2seq_target_positions = safe_getattr(args, "seq2seq_target_positions", 0)
+    args.seq2seq_source_segment = safe_getattr(args, "seq2seq_source_segment", seq2seq_layout.SOURCE_SEGMENT)
+    args.seq2seq_target_segment = safe_getattr(args, "seq2seq_target_segment", seq2seq_layout.TARGET_SEGMENT)
 
 
 @register_model_architecture("unilmv2", "unilmv2_base")
