@@ -181,6 +181,7 @@ class UniLMv2Model(BaseFairseqModel):
         context_len: Optional[int] = None,
         classification_head_name: Optional[str] = None,
         span_head_name: Optional[str] = None,
+        answerability_head_name: Optional[str] = None,
         src_tokens: Optional[Tensor] = None,
         nsp: bool = False,
         **unused,
@@ -195,6 +196,9 @@ class UniLMv2Model(BaseFairseqModel):
                 (PMLM batches), they run first and the rest reuses their keys and values.
             classification_head_name: return that head's ``(B, num_classes)`` logits.
             span_head_name: return that head's ``(B, T, 2)`` start/end logits.
+            answerability_head_name: with ``span_head_name``, also return
+                ``extra["answerability_logits"]`` ``(B, 2)``, that classification head's scores of the
+                [SOS] vector (extractive QA's answerability classifier, UniLMv2 §4.2).
             src_tokens: ``(B, T)`` "[SOS] A [EOS] (B [EOS])", padded; used when ``tokens`` is not
                 given (fairseq's ``sentence_prediction`` batches): bidirectional attention over the
                 real tokens, positions from 0, segment 1 after the first [EOS].
@@ -218,7 +222,10 @@ class UniLMv2Model(BaseFairseqModel):
         if classification_head_name is not None:
             return self.classification_heads[classification_head_name](features), {}
         if span_head_name is not None:
-            return self.span_heads[span_head_name](features), {}
+            extra = {}
+            if answerability_head_name is not None:
+                extra["answerability_logits"] = self.classification_heads[answerability_head_name](features)
+            return self.span_heads[span_head_name](features), extra
         extra = {}
         if nsp:
             if self.nsp_head is None:
