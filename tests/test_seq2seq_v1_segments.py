@@ -128,6 +128,10 @@ def test_4_5_on_a_two_segment_model_is_a_clear_error():
     task = make_task(seq2seq_segment_ids="4-5", max_source_positions=32, max_target_positions=16)
     with pytest.raises(ValueError, match=r"--num-segments 6"):
         task.build_model(model_config(num_segments=2))
+    # the check belongs to seq2seq fine-tuning: other tasks still build a one-segment model
+    tiny_model(D, num_segments=1)
+    with pytest.raises(ValueError, match=r"\(0, 1\) need segment embeddings 0..1, but the model has 1"):
+        make_task(max_source_positions=32, max_target_positions=16).build_model(model_config(num_segments=1))
 
 
 def test_generation_takes_the_ids_from_the_checkpoint_config(caplog):

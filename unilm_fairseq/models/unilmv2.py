@@ -271,17 +271,19 @@ class UniLMv2Model(BaseFairseqModel):
 
 
 def seq2seq_segments(cfg) -> Tuple[int, int]:
-    """The source and target segment ids of the config's s2s-ft layout; an id without an embedding row
-    is a clear error (no segment table at all: the ids are unused)."""
-    segments = (int(cfg.seq2seq_source_segment), int(cfg.seq2seq_target_segment))
-    rows = cfg.num_segments
+    """The source and target segment ids of the config's s2s-ft layout."""
+    return int(cfg.seq2seq_source_segment), int(cfg.seq2seq_target_segment)
+
+
+def check_seq2seq_segments(segments: Tuple[int, int], rows: int) -> None:
+    """A clear error when an s2s-ft segment id has no row in a segment table of ``rows`` rows
+    (``--task unilm_seq2seq`` checks before it builds a model; without a segment table the ids are unused)."""
     if rows > 0 and (min(segments) < 0 or max(segments) >= rows):
         raise ValueError(
             f"seq2seq segment ids {segments} need segment embeddings 0..{max(segments)}, but the model has "
             f"{rows} (--num-segments); UniLM v1's ids 4-5 need --num-segments 6 (--arch unilm_v1_base), "
             "other models use --seq2seq-segment-ids 0-1"
         )
-    return segments
 
 
 def base_architecture(args):

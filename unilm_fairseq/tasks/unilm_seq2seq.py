@@ -15,6 +15,7 @@ from omegaconf import II, MISSING, DictConfig, open_dict
 
 from .. import seq2seq_layout
 from ..data.seq2seq_dataset import SOURCE_SPECIALS, TARGET_SPECIALS, Seq2SeqDataset
+from ..models.unilmv2 import check_seq2seq_segments
 from ..pretrained import checkpoint_seq2seq_segments, load_pretrained_weights
 from .decoding_conventions import DecodingConventionsConfig, DecodingConventionsTask
 from .shared_dictionary import SharedDictionaryTask
@@ -209,6 +210,7 @@ class UniLMSeq2SeqTask(DecodingConventionsTask, SharedDictionaryTask):
                 cfg.max_positions = needed
         elif str(cfg.seq2seq_method) != str(self.cfg.finetune_method):
             logger.info("decoding with the checkpoint's method %s", cfg.seq2seq_method)
+        check_seq2seq_segments(self.seq2seq_segments, cfg.num_segments)
         model = super().build_model(cfg, from_checkpoint)
         if self.cfg.pretrained_checkpoint and not from_checkpoint:
             load_pretrained_weights(model, self.cfg.pretrained_checkpoint)
