@@ -54,7 +54,7 @@ def pretrained_segments(segment_rows: int) -> Tuple[int, int]:
     :mod:`unilm_fairseq.data.unilm_objectives`), and seq2seq fine-tuning "is similar to pre-training"
     (§2.5), so a v1 model is fine-tuned and decodes with the ids of its seq2seq LM. The rule (this
     project's choice): a table of UniLM v1's six rows or more means v1 pre-training, so 4/5; any smaller
-    table (BERT's two, RoBERTa's one or none) means 0/1.
+    table (BERT's two, one, or none) means 0/1.
     """
     return UNILM_V1_SEGMENTS if segment_rows >= NUM_SEGMENTS else PAIR_SEGMENTS
 
