@@ -79,3 +79,37 @@ def test_v1_predictions_always_answer(trained, tmp_path):
     metrics, predictions = predict(work, tmp_path / "dev-v1.1.json", "--max-answer-length", "30")
     assert all(predictions.values())  # v1.1: never the empty answer
     assert metrics["exact"] >= 70 and metrics["f1"] >= 80, metrics
+
+
+def test_answerability_classifier_trains_and_decides_no_answer(tmp_path):
+    """--answerability-head (UniLMv2 §4.2's classifier on [SOS]) trains with the span loss, and
+    predict_squad.py answers '' exactly where its probability of no answer exceeds the threshold."""
+    write_squad_dir(tmp_path, train_paragraphs=1500, valid_paragraphs=100, unanswerable_prob=0.3)
+    out = run_cli(["fairseq-train", str(tmp_path), "--user-dir", "unilm_fairseq", "--task", "squad_qa",
+                   "--answerability-head", "--arch", "unilmv2_tiny", "--criterion", "squad_span", *WINDOW,
+                   "--batch-size", "32", "--optimizer", "adam", "--lr", "5e-3", "--lr-scheduler",
+                   "polynomial_decay", "--warmup-updates", "50", "--total-num-update", "400", "--max-update",
+                   "400", "--dropout", "0", "--attention-dropout", "0", "--log-format", "simple",
+                   "--log-interval", "100", "--cpu", "--num-workers", "0", "--seed", "1", "--save-dir",
+                   str(tmp_path / "ckpt"), "--no-epoch-checkpoints", "--required-batch-size-multiple",
+                   "1"])  # fmt: skip
+    log = out.stdout + out.stderr
+    accuracies = [float(a) for a in re.findall(r"answerability_acc=([\d.]+)", log)]
+    losses = [float(a) for a in re.findall(r"answerability_loss=([\d.]+)", log)]
+    assert accuracies[-1] > 95 > accuracies[0] and losses[-1] < losses[0] / 4, log[-3000:]
+    last_valid = re.findall(r"valid on 'valid' subset .*", log)[-1]
+    assert "num_updates 400" in last_valid
+    assert float(re.search(r"answerability_acc ([\d.]+)", last_valid).group(1)) > 95
+
+    probs_file = tmp_path / "no_answer_probs.json"
+    metrics, predictions = predict(tmp_path, tmp_path / "valid.json", "--version-2-with-negative",
+                                   "--no-answer-prob-output", str(probs_file))  # fmt: skip
+    probs = json.loads(probs_file.read_text())
+    assert set(probs) == set(predictions)
+    assert {qid for qid, p in probs.items() if p > 0.5} == {qid for qid, a in predictions.items() if a == ""}
+    assert metrics["NoAns_total"] >= 15 and metrics["NoAns_f1"] >= 90, metrics
+    assert metrics["HasAns_f1"] >= 60 and metrics["f1"] >= 70, metrics
+    # a threshold no probability exceeds: every question gets a span
+    _, answered = predict(tmp_path, tmp_path / "valid.json", "--version-2-with-negative",
+                          "--answerability-threshold", "1.0")  # fmt: skip
+    assert all(answered.values())

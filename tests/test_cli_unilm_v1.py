@@ -1,7 +1,8 @@
 """UniLM v1 pre-training end to end through the real command-line tools on a sample of the embedded corpus.
 
 prepare_corpus (sentencepiece) -> fairseq-preprocess --only-source -> fairseq-train --task unilm
---criterion unilm -> fairseq-validate.
+--criterion unilm -> fairseq-validate; and on to s2s-ft fine-tuning, fairseq-generate and the Python API,
+which keep the seq2seq LM's segment ids 4/5.
 """
 
 import math
@@ -9,6 +10,10 @@ import os
 import re
 
 import pytest
+from fairseq import checkpoint_utils
+from fairseq.data import data_utils
+
+from unilm_fairseq import UniLMModel
 
 from .conftest import REPO, run_cli
 from .test_cli_pmlm import train_records
@@ -70,3 +75,65 @@ def test_objective_weights_from_the_command_line(data_bin, tmp_path):
     record = train_records(log)[-1]
     assert "s2s_loss" in record and "r2l_loss" in record
     assert "bidir_loss" not in record and "l2r_loss" not in record and "nsp_loss" not in record
+
+
+def hypotheses(generate_output: str):
+    """``{sample id: (hypothesis, score in nats)}`` from fairseq-generate's H lines (which print base 2)."""
+    found = re.findall(r"^H-(\d+)\t(\S+)\t(.*)$", generate_output, re.M)
+    return {int(i): (text, float(score) * math.log(2)) for i, score, text in found}
+
+
+def test_v1_pretraining_fine_tunes_and_decodes_with_segment_ids_4_5(tmp_path):
+    """UniLM v1 pre-training -> s2s-ft fine-tuning initialised from it -> fairseq-generate and the Python
+    API: the seq2seq segment ids 4/5 are taken from the checkpoints, no flag given."""
+    text, lm_bin, s2s_bin = tmp_path / "text", tmp_path / "lm-bin", tmp_path / "s2s-bin"
+    run_cli(["python", os.path.join(REPO, "scripts", "prepare_corpus.py"), "--out", str(text), "--max-docs",
+             "5", "--valid-docs", "2", "--vocab-size", "800", "--pairs-window", "3"])  # fmt: skip
+    run_cli(["fairseq-preprocess", "--only-source", "--trainpref", str(text / "train.spm"),
+             "--validpref", str(text / "valid.spm"), "--destdir", str(lm_bin), "--workers", "1"])  # fmt: skip
+    run_cli(["fairseq-train", str(lm_bin), *TRAIN_COMMON, "--max-update", "10",
+             "--save-dir", str(tmp_path / "lm"), "--no-epoch-checkpoints"])  # fmt: skip
+    for side in ("src", "tgt"):  # a short test set keeps generation quick
+        lines = (text / f"test.{side}").read_text().splitlines()[:12]
+        (text / f"short.{side}").write_text("\n".join(lines) + "\n")
+    dict_txt = str(lm_bin / "dict.txt")
+    run_cli(["fairseq-preprocess", "--source-lang", "src", "--target-lang", "tgt", "--srcdict", dict_txt,
+             "--tgtdict", dict_txt, "--trainpref", str(text / "train"), "--validpref", str(text / "valid"),
+             "--testpref", str(text / "short"), "--destdir", str(s2s_bin), "--workers", "1"])  # fmt: skip
+    train = run_cli(["fairseq-train", str(s2s_bin), "--user-dir", "unilm_fairseq", "--task", "unilm_seq2seq",
+                     "--arch", "unilmv2_tiny", "--num-segments", "6", "--criterion", "unilm_seq2seq",
+                     "--max-source-positions", "128", "--max-target-positions", "64",
+                     "--pretrained-checkpoint", str(tmp_path / "lm" / "checkpoint_last.pt"),
+                     "--batch-size", "8", "--optimizer", "adam", "--lr", "1e-3", "--max-update", "10",
+                     "--log-format", "simple", "--cpu", "--num-workers", "0",
+                     "--save-dir", str(tmp_path / "s2s"), "--no-epoch-checkpoints"])  # fmt: skip
+    log = train.stdout + train.stderr
+    assert "seq2seq segment ids: source 4, target 5" in log and "has 6 segment embeddings" in log, log[-3000:]
+    checkpoint = tmp_path / "s2s" / "checkpoint_last.pt"
+    model_cfg = checkpoint_utils.load_checkpoint_to_cpu(str(checkpoint))["cfg"].model
+    assert (model_cfg.seq2seq_source_segment, model_cfg.seq2seq_target_segment) == (4, 5)
+
+    def generate(*extra):
+        out = run_cli(["fairseq-generate", str(s2s_bin), "--user-dir", "unilm_fairseq", "--task",
+                       "unilm_seq2seq", "--path", str(checkpoint), "--gen-subset", "test", "--beam", "2",
+                       "--max-len-b", "12", "--batch-size", "4", "--required-batch-size-multiple", "1",
+                       "--cpu", *extra])  # fmt: skip
+        return out.stdout + out.stderr
+
+    auto = generate()
+    assert "seq2seq segment ids: source 4, target 5 (from the checkpoint)" in auto
+    assert len(hypotheses(auto)) == 12
+    assert hypotheses(generate("--seq2seq-segment-ids", "4-5")) == hypotheses(auto)
+    pair = generate("--seq2seq-segment-ids", "0-1")  # the override decodes with other embedding rows
+    assert "not the checkpoint's (4, 5)" in pair
+    assert [s for _, s in hypotheses(pair).values()] != [s for _, s in hypotheses(auto).values()]
+
+    hub = UniLMModel.from_pretrained(str(tmp_path / "s2s"), checkpoint_file="checkpoint_last.pt",
+                                     data_name_or_path=str(s2s_bin)).eval()  # fmt: skip
+    assert hub.model.decoder.segments == (4, 5) and hub.model.encoder.source_segment == 4
+    sources = data_utils.load_indexed_dataset(str(s2s_bin / "test.src-tgt.src"), hub.src_dict)
+    found = hub.generate([sources[i] for i in range(len(sources))], beam=2, max_len_b=12)
+    expected = hypotheses(auto)
+    for i, hypos in enumerate(found):
+        assert hub.string(hypos[0]["tokens"]) == expected[i][0]
+        assert abs(float(hypos[0]["score"]) - expected[i][1]) < 1e-4

@@ -9,6 +9,7 @@ table, section or algorithm, or "this project's choice". The bad-input tests run
 arguments, so no fairseq command runs.
 """
 
+import json
 import os
 import re
 import subprocess
@@ -16,6 +17,8 @@ import sys
 from typing import Dict, List, Optional, Tuple
 
 import pytest
+
+from .squad_synthetic import squad_json, vocabulary
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DOC = os.path.join(REPO, "docs", "recipes.md")
@@ -407,3 +410,48 @@ def test_palm_counts_epochs_into_updates_with_a_linear_schedule(stubs, tmp_path)
     assert flag(train, "--max-update") == flag(train, "--total-num-update") == str((1000 + 63) // 64 * 10)
     assert flag(train, "--lr-scheduler") == "polynomial_decay" and flag(train, "--lr") == "1e-5"
     assert flag(train, "--warmup-updates") == "10000" and flag(runs["fairseq-generate"], "--beam") == "5"
+
+
+def squad_run(stubs, tmp_path, recipe: str, version: str, **env: str) -> Dict[str, List[str]]:
+    """Run a SQuAD recipe on a tiny synthetic set with fairseq-train and predict_squad.py stubbed; the
+    arguments each saw."""
+    squad = tmp_path / "squad"
+    squad.mkdir(parents=True)
+    (squad / "dict.txt").write_text("\n".join(vocabulary()) + "\n")
+    for split, seed in (("train", 1), ("dev", 2)):
+        data = squad_json(10, seed, unanswerable_prob=0.3 if version == "2.0" else 0.0)
+        (squad / f"{split}-v{version}.json").write_text(json.dumps(data))
+    python = stubs / "python"  # predict_squad.py prints its arguments; everything else runs for real
+    python.write_text(
+        '#!/usr/bin/env bash\nif [ "$1" = scripts/predict_squad.py ]; then echo predict_squad.py; '
+        f'printf "%s\\n" "${{@:2}}"; else exec {sys.executable} "$@"; fi\n'
+    )
+    python.chmod(0o755)
+    environ = clean_environment(PATH=f"{stubs}{os.pathsep}{os.environ['PATH']}", DICT=str(squad / "dict.txt"),
+                                PYTHONPATH=REPO, **env)  # fmt: skip
+    proc = subprocess.run(
+        ["bash", os.path.join(REPO, recipe), str(squad), str(tmp_path / "work")],
+        cwd=tmp_path, env=environ, capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stdout.splitlines()
+    train, predict = lines.index("fairseq-train"), lines.index("predict_squad.py")
+    return {"fairseq-train": lines[train + 1 : predict], "predict_squad.py": lines[predict + 1 :]}
+
+
+def test_squad_v2_uses_the_answerability_classifier(stubs, tmp_path):
+    # UniLMv2 §4.2: the classifier on [SOS] decides "no answer" for SQuAD v2.0
+    runs = squad_run(stubs, tmp_path / "a", "examples/squad/squad_v2.sh", "2.0")
+    train, predict = runs["fairseq-train"], runs["predict_squad.py"]
+    assert "--answerability-head" in train and flag(train, "--answerability-weight") == "1.0"
+    assert "--version-2-with-negative" in predict and flag(predict, "--answerability-threshold") == "0.5"
+    assert flag(predict, "--no-answer-prob-output").endswith("no_answer_probs.json")
+    # ANSWERABILITY_HEAD=0: BERT's null-span rule
+    runs = squad_run(stubs, tmp_path / "b", "examples/squad/squad_v2.sh", "2.0", ANSWERABILITY_HEAD="0")
+    train, predict = runs["fairseq-train"], runs["predict_squad.py"]
+    assert "--answerability-head" not in train and "--answerability-threshold" not in predict
+    assert "--version-2-with-negative" in predict and flag(predict, "--null-score-diff-threshold") == "0.0"
+    # v1.1 has no unanswerable questions: no classifier, and always a span
+    runs = squad_run(stubs, tmp_path / "c", "examples/squad/squad_v1.sh", "1.1")
+    assert "--answerability-head" not in runs["fairseq-train"]
+    assert "--version-2-with-negative" not in runs["predict_squad.py"]

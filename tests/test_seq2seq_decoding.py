@@ -51,9 +51,9 @@ def collate(dataset, indices=None):
     return dataset.collater([dataset[i] for i in indices])
 
 
-def sharpened_model(dictionary, method: str):
+def sharpened_model(dictionary, method: str, **overrides):
     """A tiny model with sharp predictions and a bias towards [EOS]: hypotheses of varied lengths."""
-    model = tiny_model(dictionary, seq2seq_method=method)
+    model = tiny_model(dictionary, seq2seq_method=method, **overrides)
     with torch.no_grad():
         for p in model.parameters():
             if p.dim() > 1:
@@ -124,9 +124,11 @@ def shift_target_positions(net_input):
     return dict(net_input, positions=positions)
 
 
-def training_logprobs(model, method, perturb=lambda net_input: net_input):
+def training_logprobs(
+    model, method, perturb=lambda net_input: net_input, segments=seq2seq_layout.PAIR_SEGMENTS
+):
     """Log-prob of each reference token from the training forward, with the context decoding sees."""
-    dataset = pairs_dataset(method, word_drop_prob=0.0)
+    dataset = pairs_dataset(method, word_drop_prob=0.0, segments=segments)
     items = [dataset[i] for i in range(len(dataset))]
     targets = [item["target"] for item in items]
     if method != "masked":
@@ -149,8 +151,10 @@ def training_logprobs(model, method, perturb=lambda net_input: net_input):
             inputs[j] = MASK
             predict = torch.zeros(len(inputs), dtype=torch.bool)
             predict[j] = True
-            layouts.append(seq2seq_layout.build_example(items[i]["source"], inputs, predict, "masked", MASK))
-        net_input = perturb(seq2seq_layout.collate_examples(layouts, PAD))
+            layouts.append(
+                seq2seq_layout.build_example(items[i]["source"], inputs, predict, "masked", MASK, segments)
+            )
+        net_input = perturb(seq2seq_layout.collate_examples(layouts, PAD, segment_pad=segments[0]))
         with torch.no_grad():
             logits, _ = model(**net_input)  # one query per row
         lprobs = F.log_softmax(logits.float(), dim=-1)

@@ -11,6 +11,7 @@ import pytest
 import torch
 
 from unilm_fairseq import seq2seq_layout
+from unilm_fairseq.data.unilm_objectives import SEGMENT_IDS, SEQ2SEQ
 from unilm_fairseq.masks import padded_bidirectional_mask
 
 from .conftest import make_dictionary
@@ -232,3 +233,51 @@ def test_collate_examples_right_pads_every_field():
             ]
         ).tolist()
     )
+
+
+# ---------------------------------------------------------------------------------------------------
+# UniLM v1 models: source segment 4, target segment 5 (Dong et al. 2019 §2.1, §2.5)
+
+V1 = (4, 5)
+
+
+def test_v1_pseudo_masked_layout_puts_4_on_the_source_and_5_on_targets_and_pseudo_masks():
+    # the same example as above: only the segment ids change; [P] tokens are target side, so 5
+    layout = seq2seq_layout.build_example(
+        SOURCE, TARGET, torch.ones(3, dtype=torch.bool), "pseudo_masked", M, segments=V1
+    )
+    assert layout["tokens"].tolist() == [SOS, A, B, EOS, X, Y, EOS, M, M, M]
+    assert layout["segments"].tolist() == [4, 4, 4, 4, 5, 5, 5, 5, 5, 5]
+    assert layout["positions"].tolist() == [0, 1, 2, 3, 4, 5, 6, 4, 5, 6]
+
+
+def test_v1_masked_layout_gives_the_mask_tokens_segment_5():
+    layout = seq2seq_layout.build_example(
+        SOURCE, torch.tensor([X, M, M]), torch.tensor([False, True, True]), "masked", M, segments=V1
+    )
+    assert layout["tokens"].tolist() == [SOS, A, B, EOS, X, M, M]
+    assert layout["segments"].tolist() == [4, 4, 4, 4, 5, 5, 5]
+
+
+def test_v1_causal_layout_gives_the_start_token_segment_5():
+    # "[SOS] a b" is the source (4); the start token [EOS], x and y are the target side (5)
+    layout = seq2seq_layout.build_example(SOURCE, TARGET, torch.ones(3, dtype=torch.bool), "causal", M, V1)
+    assert layout["tokens"].tolist() == [SOS, A, B, EOS, X, Y]
+    assert layout["segments"].tolist() == [4, 4, 4, 5, 5, 5]
+
+
+def test_v1_collate_pads_segments_with_the_source_segment():
+    long = seq2seq_layout.build_example(SOURCE, TARGET, torch.ones(3, dtype=torch.bool), "causal", M, V1)
+    short = seq2seq_layout.build_example(
+        torch.tensor([SOS, A, EOS]), torch.tensor([X, EOS]), torch.ones(2, dtype=torch.bool), "causal", M, V1
+    )
+    batch = seq2seq_layout.collate_examples([long, short], PAD, segment_pad=4)
+    assert batch["segments"].tolist() == [[4, 4, 4, 5, 5, 5], [4, 4, 5, 5, 4, 4]]
+
+
+def test_segment_ids_follow_the_checkpoint_segment_table():
+    # UniLM v1's six LM identifiers (or more) mean v1 pre-training; BERT's 2, RoBERTa's 1 or none do not
+    assert seq2seq_layout.UNILM_V1_SEGMENTS == SEGMENT_IDS[SEQ2SEQ] == (4, 5)
+    assert [seq2seq_layout.pretrained_segments(rows) for rows in (0, 1, 2, 5, 6, 8)] == [
+        (0, 1), (0, 1), (0, 1), (0, 1), (4, 5), (4, 5)]  # fmt: skip
+    assert seq2seq_layout.SEGMENT_CHOICES == {"0-1": (0, 1), "4-5": (4, 5)}

@@ -6,6 +6,9 @@ import torch
 from fairseq.criterions.label_smoothed_cross_entropy import label_smoothed_nll_loss
 from torch import Tensor
 
+from .modules.heads import ANSWERABLE, UNANSWERABLE
+from .span_decoding import NO_ANSWER_POSITION
+
 
 def token_losses(logits: Tensor, target: Tensor, label_smoothing: float = 0.0) -> Tuple[Tensor, Tensor]:
     """Per-token (smoothed) cross-entropy in nats, computed in float32.
@@ -98,3 +101,14 @@ def span_losses(logits: Tensor, span_mask: Tensor, start: Tensor, end: Tensor) -
 def masked_span_scores(logits: Tensor, span_mask: Tensor) -> Tensor:
     """``(B, T, 2)`` logits with positions outside ``(B, T)`` ``span_mask`` set to ``finfo(dtype).min``."""
     return logits.masked_fill(~span_mask.unsqueeze(-1), torch.finfo(logits.dtype).min)
+
+
+def answerability_targets(start: Tensor) -> Tensor:
+    """Targets of the answerability classifier from the span targets: ``(B,)`` start positions -> ``(B,)``.
+
+    A window whose span target is the null position (start at [SOS], position
+    :data:`~unilm_fairseq.span_decoding.NO_ANSWER_POSITION`) holds no answer: the question is
+    unanswerable (SQuAD v2.0 ``is_impossible``) or its answer lies outside the window, as for BERT's
+    null span. Class :data:`~unilm_fairseq.modules.heads.UNANSWERABLE` there, else ``ANSWERABLE``.
+    """
+    return torch.where(start.eq(NO_ANSWER_POSITION), UNANSWERABLE, ANSWERABLE)

@@ -1,15 +1,20 @@
 """Initialise a model from a pre-trained (or converted) unilmv2 checkpoint."""
 
 import logging
+from typing import Tuple
 
 import torch
 from fairseq import checkpoint_utils
+from fairseq.utils import safe_getattr
+
+from . import seq2seq_layout
 
 logger = logging.getLogger(__name__)
 
 POSITION_TABLE = "transformer.embeddings.positions.weight"
 TOKEN_TABLE = "transformer.embeddings.tokens.weight"
 SEGMENT_TABLE = "transformer.embeddings.segments.weight"
+FINETUNING_TASK = "unilm_seq2seq"  # checkpoints of this task record the segment ids they were tuned with
 
 
 def tile_rows(table: torch.Tensor, rows: int) -> torch.Tensor:
@@ -73,3 +78,29 @@ def load_fitting_state(model, state, path: str) -> None:
         )
     model.load_state_dict(state)
     logger.info("initialised from %s", path)
+
+
+def checkpoint_seq2seq_segments(path: str) -> Tuple[Tuple[int, int], str]:
+    """The source and target segment ids s2s-ft fine-tuning from the checkpoint ``path`` uses, and why.
+
+    A checkpoint fine-tuned by ``--task unilm_seq2seq`` keeps the ids its config records (0/1 when it
+    predates the record). Any other checkpoint (pre-trained, converted) is judged by its segment
+    table: UniLM v1's six rows or more mean 4/5, fewer 0/1
+    (:func:`unilm_fairseq.seq2seq_layout.pretrained_segments`).
+
+    Returns:
+        ``((source, target), reason)``; the reason is for the log.
+    """
+    state = checkpoint_utils.load_checkpoint_to_cpu(path)
+    cfg = state.get("cfg")
+    task = safe_getattr(cfg, "task") if cfg is not None else None
+    if task is not None and safe_getattr(task, "_name") == FINETUNING_TASK:
+        model = cfg.model
+        segments = (
+            int(safe_getattr(model, "seq2seq_source_segment", seq2seq_layout.SOURCE_SEGMENT)),
+            int(safe_getattr(model, "seq2seq_target_segment", seq2seq_layout.TARGET_SEGMENT)),
+        )
+        return segments, f"{path} was fine-tuned by --task {FINETUNING_TASK} with them"
+    table = state["model"].get(SEGMENT_TABLE)
+    rows = 0 if table is None else table.size(0)
+    return seq2seq_layout.pretrained_segments(rows), f"{path} has {rows} segment embeddings"

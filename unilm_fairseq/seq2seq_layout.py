@@ -1,14 +1,17 @@
 """How s2s-ft packs one (source, target) example into one sequence, per fine-tuning method.
 
-The source is "[SOS] source [EOS]" (``S`` tokens) with segment 0 and positions ``0..S-1``; in the
-masked and pseudo-masked methods target token ``j`` (``j = 0..n-1``) has segment 1 and position
-``S + j``.
+The source is "[SOS] source [EOS]" (``S`` tokens) with the source segment and positions ``0..S-1``;
+in the masked and pseudo-masked methods target token ``j`` (``j = 0..n-1``) has the target segment and
+position ``S + j``. Every token on the target side, mask tokens ([M], [P]) included, has the target
+segment. The segment ids are 0/1 (BERT's sentence A/B, s2s-ft's default), or 4/5 for a model
+pre-trained by UniLM v1, whose seq2seq LM was trained with them (Dong et al. 2019 §2.1, §2.5; see
+:func:`pretrained_segments`).
 
 * ``causal`` (s2s-ft §2.1, Figure 1a; ``--mask_way v0``, "position shift", in the original
   s2s-ft code): the source segment is "[SOS] source" (``S - 1`` tokens, positions ``0..S-2``); the
   source's closing ``[EOS]`` (fairseq's ``eos``, ``[SEP]`` in BERT vocabularies) moves to the
-  target side as the start token: segment 1, position ``S - 1``, causal attention. Then come
-  ``t_1 .. t_{n-1}`` (segment 1, ``t_j`` at position ``S - 1 + j``); the last target token
+  target side as the start token: target segment, position ``S - 1``, causal attention. Then come
+  ``t_1 .. t_{n-1}`` (target segment, ``t_j`` at position ``S - 1 + j``); the last target token
   (``[EOS]``) is predicted but never fed. The output at the start token predicts ``t_1`` and the
   output at ``t_j`` predicts ``t_{j+1}``. The original code lays out exactly these tokens: it packs
   "[CLS] source" with "[SEP] t_1 .. t_{n-1}", and its decoder feeds ``[SEP]`` first. Token ids and
@@ -26,19 +29,44 @@ holds a mask token that sees the source, the real tokens so far and itself. Caus
 decoding encodes "[SOS] source", feeds the start token, then each chosen token.
 """
 
-from typing import Dict, List
+from typing import Dict, List, Tuple
 
 import torch
 from fairseq.data import data_utils
 from torch import Tensor
 
 from . import masks
+from .data.unilm_objectives import NUM_SEGMENTS, SEGMENT_IDS, SEQ2SEQ
 
 METHODS = ("causal", "masked", "pseudo_masked")
 SOURCE_SEGMENT, TARGET_SEGMENT = 0, 1
+PAIR_SEGMENTS = (SOURCE_SEGMENT, TARGET_SEGMENT)  # BERT's sentence A/B: s2s-ft's default
+UNILM_V1_SEGMENTS = SEGMENT_IDS[SEQ2SEQ]  # (4, 5): UniLM v1's seq2seq LM (Dong et al. 2019 §2.1)
+# the values of --seq2seq-segment-ids besides "auto"
+SEGMENT_CHOICES = {"0-1": PAIR_SEGMENTS, "4-5": UNILM_V1_SEGMENTS}  # source-target
 
 
-def build_example(source: Tensor, target_inputs: Tensor, predict: Tensor, method: str, mask_idx: int) -> Dict:
+def pretrained_segments(segment_rows: int) -> Tuple[int, int]:
+    """Source and target segment ids for fine-tuning a checkpoint with ``segment_rows`` segment embeddings.
+
+    UniLM v1's segment embeddings "play a role of LM identifier" (Dong et al. 2019 §2.1): six ids, the
+    seq2seq LM's source and target being 4 and 5 (the numbering of the original release, see
+    :mod:`unilm_fairseq.data.unilm_objectives`), and seq2seq fine-tuning "is similar to pre-training"
+    (§2.5), so a v1 model is fine-tuned and decodes with the ids of its seq2seq LM. The rule (this
+    project's choice): a table of UniLM v1's six rows or more means v1 pre-training, so 4/5; any smaller
+    table (BERT's two, one, or none) means 0/1.
+    """
+    return UNILM_V1_SEGMENTS if segment_rows >= NUM_SEGMENTS else PAIR_SEGMENTS
+
+
+def build_example(
+    source: Tensor,
+    target_inputs: Tensor,
+    predict: Tensor,
+    method: str,
+    mask_idx: int,
+    segments: Tuple[int, int] = PAIR_SEGMENTS,
+) -> Dict:
     """Lay out one example.
 
     Args:
@@ -48,6 +76,7 @@ def build_example(source: Tensor, target_inputs: Tensor, predict: Tensor, method
         predict: ``(T,)`` bool, target positions whose token is predicted
             (all of them except for the masked method).
         mask_idx: id of ``[M]``/``[P]``.
+        segments: the source and the target segment id (0/1, or UniLM v1's 4/5).
     Returns:
         dict with ``tokens``, ``segments``, ``positions`` ``(L,)``, ``visible``
         ``(L, L)`` and ``query`` ``(L,)`` bool: where target ``j``'s prediction
@@ -85,22 +114,26 @@ def build_example(source: Tensor, target_inputs: Tensor, predict: Tensor, method
         positions = torch.cat([src_positions, tgt_positions, tgt_positions])
         visible = masks.pseudo_masked_seq2seq_mask(n_src, n_tgt)
         query = torch.cat([torch.zeros(n_src + n_tgt, dtype=torch.bool), predict])
-    segments = torch.full_like(tokens, TARGET_SEGMENT)
-    segments[:n_context] = SOURCE_SEGMENT
+    source_segment, target_segment = segments
+    segment_ids = torch.full_like(tokens, target_segment)  # target side, mask tokens included
+    segment_ids[:n_context] = source_segment
     return {
         "tokens": tokens,
-        "segments": segments,
+        "segments": segment_ids,
         "positions": positions,
         "visible": visible,
         "query": query,
     }
 
 
-def collate_examples(examples: List[Dict], pad: int) -> Dict[str, Tensor]:
-    """Right-pad laid-out examples into a batch: ``(B, L)`` tensors and ``(B, L, L)`` masks."""
+def collate_examples(examples: List[Dict], pad: int, segment_pad: int = SOURCE_SEGMENT) -> Dict[str, Tensor]:
+    """Right-pad laid-out examples into a batch: ``(B, L)`` tensors and ``(B, L, L)`` masks.
+
+    Padding gets segment ``segment_pad`` (pass the source segment) and position 0; no query sees it.
+    """
     return {
         "tokens": data_utils.collate_tokens([e["tokens"] for e in examples], pad),
-        "segments": data_utils.collate_tokens([e["segments"] for e in examples], SOURCE_SEGMENT),
+        "segments": data_utils.collate_tokens([e["segments"] for e in examples], segment_pad),
         "positions": data_utils.collate_tokens([e["positions"] for e in examples], 0),
         "attn_mask": masks.pad_masks([e["visible"] for e in examples]),
         "masked_tokens": data_utils.collate_tokens([e["query"] for e in examples], False),

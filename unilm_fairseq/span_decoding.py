@@ -17,7 +17,8 @@ class WindowScores(NamedTuple):
 
     ``passage_offset``: input position of the window's first passage token; ``doc_start``: that
     token's index in the passage; ``max_context`` ``(L,)``: the window is the best place to read each
-    of its ``L`` passage tokens.
+    of its ``L`` passage tokens; ``no_answer_prob``: the answerability classifier's probability that
+    the window holds no answer (None without the classifier).
     """
 
     start_logits: np.ndarray
@@ -25,6 +26,7 @@ class WindowScores(NamedTuple):
     passage_offset: int
     doc_start: int
     max_context: Sequence[bool]
+    no_answer_prob: Optional[float] = None
 
 
 class Span(NamedTuple):
@@ -34,11 +36,13 @@ class Span(NamedTuple):
 
 
 class Prediction(NamedTuple):
-    """The chosen span (None: no answer), the n-best spans, and null score minus best span score."""
+    """The chosen span (None: no answer), the n-best spans, null score minus best span score, and the
+    classifier's probability that the question has no answer (None without the classifier)."""
 
     span: Optional[Span]
     nbest: List[Span]
     null_score_diff: float
+    no_answer_prob: Optional[float] = None
 
 
 def window_spans(window: WindowScores, n_best: int, max_answer_length: int) -> List[Span]:
@@ -69,18 +73,36 @@ def null_score(window: WindowScores) -> float:
     return float(window.start_logits[NO_ANSWER_POSITION] + window.end_logits[NO_ANSWER_POSITION])
 
 
+def question_no_answer_prob(windows: Sequence[WindowScores]) -> float:
+    """The probability that a question has no answer: the lowest of its windows' ``no_answer_prob``.
+
+    The question has an answer when any window holds it, so the window most sure of an answer decides,
+    as the lowest null score does for the null-span rule (this project's choice; UniLMv2 §4.2 does not
+    say how windows combine).
+    """
+    probs = [w.no_answer_prob for w in windows]
+    if not probs or any(p is None for p in probs):
+        raise ValueError("the answerability rule needs every window's no_answer_prob (the classifier's)")
+    return float(min(probs))
+
+
 def predict_span(
     windows: Sequence[WindowScores],
     n_best: int = 20,
     max_answer_length: int = 30,
     allow_no_answer: bool = False,
     null_score_diff_threshold: float = 0.0,
+    answerability_threshold: Optional[float] = None,
 ) -> Prediction:
     """The answer to one question from all its windows.
 
-    The best span over all windows wins. With ``allow_no_answer`` (SQuAD v2.0), the null score is the
-    lowest [SOS] score over the windows; "no answer" is chosen when it exceeds the best span's score by
-    more than ``null_score_diff_threshold`` (or when no span qualifies).
+    The best span over all windows wins. With ``allow_no_answer`` (SQuAD v2.0) "no answer" is chosen
+    (or when no span qualifies) by one of two rules:
+
+    * null span (default): the null score is the lowest [SOS] score over the windows; "no answer" when
+      it exceeds the best span's score by more than ``null_score_diff_threshold``;
+    * answerability classifier (``answerability_threshold`` given; UniLMv2 §4.2): "no answer" when
+      :func:`question_no_answer_prob` exceeds the threshold, else the best span.
     """
     best = {}
     for window in windows:
@@ -92,9 +114,14 @@ def predict_span(
     null = min((null_score(w) for w in windows), default=float("inf"))
     diff = null - nbest[0].score if nbest else float("inf")
     chosen = nbest[0] if nbest else None
-    if allow_no_answer and diff > null_score_diff_threshold:
+    no_answer_prob = None
+    if answerability_threshold is not None:
+        no_answer_prob = question_no_answer_prob(windows)
+        if allow_no_answer and no_answer_prob > answerability_threshold:
+            chosen = None
+    elif allow_no_answer and diff > null_score_diff_threshold:
         chosen = None
-    return Prediction(chosen, nbest, diff)
+    return Prediction(chosen, nbest, diff, no_answer_prob)
 
 
 def answer_text(context: str, doc_spans: Sequence[Tuple[int, int]], span: Optional[Span]) -> str:

@@ -27,8 +27,17 @@
 #   ADAM_EPS=1e-6        Adam epsilon (this project's choice: UniLMv2 §4.1's pre-training optimizer, Adam
 #                        (0.9, 0.98) eps 1e-6, which is fixed below; the fine-tuning tables name none)
 #   CLIP_NORM=1.0        gradient-norm clipping (this project's choice: the papers name none for SQuAD)
-#   NULL_THRESHOLD=0.0   v2.0: answer "" when the null score beats the best span by more than this (this
-#                        project's choice: BERT's; tune it on dev with the null_odds.json written)
+#   NULL_THRESHOLD=0.0   v2.0 with ANSWERABILITY_HEAD=0: answer "" when the null score beats the best span by
+#                        more than this (this project's choice: BERT's; tune it on dev with the null_odds.json
+#                        written)
+#   ANSWERABILITY_HEAD=1 v2.0: the paper's answerability classifier on [SOS] (UniLMv2 §4.2: "we use the
+#                        output vector of [SOS] to predict whether the instance is unanswerable"), trained
+#                        with the span loss (--answerability-head); 0 for BERT's null-span rule. v1.1: 0 (this
+#                        project's choice: no unanswerable questions to learn from)
+#   ANSWERABILITY_WEIGHT=1.0  weight of the classifier's loss beside the span loss (this project's choice;
+#                        UniLMv2 §4.2 names none)
+#   ANSWERABILITY_THRESHOLD=0.5  answer "" when the classifier's probability of no answer exceeds this (this
+#                        project's choice; tune it on dev with the no_answer_probs.json written)
 #   BATCH_PER_GPU        windows per GPU per step [TOTAL_BATCH / GPUS] (this project's choice: memory only;
 #                        TOTAL_BATCH must be a multiple of GPUS x BATCH_PER_GPU)
 #   GPUS=1, TOKENIZER=wordpiece, CASED=0 (1 for cased vocabularies), ARCH=unilmv2_base
@@ -53,6 +62,11 @@ case $SETTINGS in
   unilm_v1) : "${TOTAL_BATCH:=24}" "${EPOCHS:=3}" ;;
   *) : "${TOTAL_BATCH:=32}" "${EPOCHS:=4}" ;;
 esac
+case $VERSION in
+  2.0) : "${ANSWERABILITY_HEAD:=1}" ;;
+  *) : "${ANSWERABILITY_HEAD:=0}" ;;
+esac
+: "${ANSWERABILITY_WEIGHT:=1.0}" "${ANSWERABILITY_THRESHOLD:=0.5}"
 : "${BATCH_PER_GPU:=$(( TOTAL_BATCH / GPUS ))}"
 if (( BATCH_PER_GPU < 1 || TOTAL_BATCH % (GPUS * BATCH_PER_GPU) )); then
     echo "TOTAL_BATCH=$TOTAL_BATCH is not a multiple of GPUS*BATCH_PER_GPU=$(( GPUS * BATCH_PER_GPU ))" >&2
@@ -78,6 +92,17 @@ TASK_FLAGS=(--task squad_qa --qa-tokenizer "$TOKENIZER" "${CASE_FLAG[@]}" --max-
             --doc-stride "$DOC_STRIDE" --max-query-length "$MAX_QUERY_LENGTH")
 PRETRAINED_FLAG=()
 [ -n "$PRETRAINED" ] && PRETRAINED_FLAG=(--pretrained-checkpoint "$PRETRAINED")
+# SQuAD v2.0: the paper's answerability classifier on [SOS] (UniLMv2 §4.2) decides "no answer";
+# predict_squad.py uses it whenever the checkpoint has it
+ANSWERABILITY_FLAGS=()
+PREDICT_V2_FLAGS=()
+[ "$VERSION" = 2.0 ] && PREDICT_V2_FLAGS=(--version-2-with-negative
+                                         --null-score-diff-threshold "$NULL_THRESHOLD")
+if [ "$ANSWERABILITY_HEAD" = 1 ]; then
+    ANSWERABILITY_FLAGS=(--answerability-head --answerability-weight "$ANSWERABILITY_WEIGHT")
+    PREDICT_V2_FLAGS+=(--answerability-threshold "$ANSWERABILITY_THRESHOLD"
+                       --no-answer-prob-output "$WORK/no_answer_probs.json")
+fi
 
 # the number of updates follows from the number of training windows
 WINDOWS=$(python - "$WORK/data" "$TOKENIZER" "$CASED" "$MAX_SEQ_LENGTH" "$DOC_STRIDE" "$MAX_QUERY_LENGTH" <<'PY'
@@ -97,7 +122,7 @@ WARMUP=$(( UPDATES * WARMUP_PERCENT / 100 ))
 echo "SQuAD v$VERSION: $WINDOWS training windows -> $UPDATES updates ($WARMUP warm-up)"
 
 fairseq-train "$WORK/data" --user-dir unilm_fairseq "${TASK_FLAGS[@]}" "${PRETRAINED_FLAG[@]}" \
-    --arch "$ARCH" --criterion squad_span \
+    "${ANSWERABILITY_FLAGS[@]}" --arch "$ARCH" --criterion squad_span \
     --optimizer adam --adam-betas '(0.9, 0.98)' --adam-eps "$ADAM_EPS" --weight-decay "$WEIGHT_DECAY" \
     --clip-norm "$CLIP_NORM" \
     --lr "$LR" --lr-scheduler polynomial_decay --warmup-updates "$WARMUP" --total-num-update "$UPDATES" \
@@ -108,5 +133,4 @@ fairseq-train "$WORK/data" --user-dir unilm_fairseq "${TASK_FLAGS[@]}" "${PRETRA
 python scripts/predict_squad.py --checkpoint "$WORK/checkpoints/checkpoint_last.pt" \
     --input "$WORK/data/valid.json" --output "$WORK/predictions.json" --n-best-size "$N_BEST" \
     --max-answer-length "$MAX_ANSWER_LENGTH" --null-odds-output "$WORK/null_odds.json" \
-    --metrics-output "$WORK/metrics.json" \
-    $( [ "$VERSION" = 2.0 ] && echo --version-2-with-negative --null-score-diff-threshold "$NULL_THRESHOLD" )
+    --metrics-output "$WORK/metrics.json" "${PREDICT_V2_FLAGS[@]}"

@@ -1,7 +1,7 @@
 """(source, target) pairs for s2s-ft: seeded target noise and the packed training layout."""
 
 from functools import lru_cache
-from typing import Dict, List, Optional
+from typing import Dict, List, Optional, Tuple
 
 import numpy as np
 import torch
@@ -31,8 +31,9 @@ class Seq2SeqDataset(CompleteBatchesMixin, FairseqDataset):
       80/10/10 the same way, s2s-ft's target masking for this method (every
       token is still predicted from its ``[P]``).
 
-    ``indices`` selects which raw pairs are used (the task drops empty ones);
-    sample ids are the raw line numbers.
+    ``segments`` are the source and target segment ids of the layout (0/1, or 4/5 for UniLM v1,
+    :func:`unilm_fairseq.seq2seq_layout.pretrained_segments`). ``indices`` selects which raw pairs are
+    used (the task drops empty ones); sample ids are the raw line numbers.
     """
 
     def __init__(
@@ -49,6 +50,7 @@ class Seq2SeqDataset(CompleteBatchesMixin, FairseqDataset):
         word_drop_prob: float = 0.0,
         leave_unmasked_prob: float = 0.1,
         random_token_prob: float = 0.1,
+        segments: Tuple[int, int] = seq2seq_layout.PAIR_SEGMENTS,
     ):
         super().__init__()
         if method not in seq2seq_layout.METHODS:
@@ -56,6 +58,7 @@ class Seq2SeqDataset(CompleteBatchesMixin, FairseqDataset):
         self.src, self.tgt = src, tgt
         self.dictionary = dictionary
         self.method = method
+        self.segments = tuple(segments)
         self.max_source_positions = max_source_positions
         self.max_target_positions = max_target_positions
         self.seed = seed
@@ -159,11 +162,11 @@ class Seq2SeqDataset(CompleteBatchesMixin, FairseqDataset):
             return batch
         layouts = [
             seq2seq_layout.build_example(
-                s["source"], s["target_inputs"], s["predict"], self.method, self.mask_idx
+                s["source"], s["target_inputs"], s["predict"], self.method, self.mask_idx, self.segments
             )
             for s in samples
         ]
-        layout = seq2seq_layout.collate_examples(layouts, pad)
+        layout = seq2seq_layout.collate_examples(layouts, pad, segment_pad=self.segments[0])
         predicted = torch.cat([s["target"][s["predict"]] for s in samples])
         layout_target = torch.full_like(layout["tokens"], pad)
         layout_target[layout["masked_tokens"]] = predicted

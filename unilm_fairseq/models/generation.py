@@ -13,12 +13,16 @@ later step feeds the previous token, whose output predicts the next. Without an
 incremental state the decoder recomputes the whole prefix for the next token
 through the training layout (:mod:`unilm_fairseq.seq2seq_layout`).
 
+Source tokens get the source segment id and every fed token, real or mask, the target segment id:
+0/1, or 4/5 for a UniLM v1 model (:func:`unilm_fairseq.seq2seq_layout.pretrained_segments`), as the
+model's config records them.
+
 Neither view owns parameters: both hold the model's Transformer and LM head
 without registering them, so the state dict, ``.half()`` and ``.to()`` go
 through the model alone.
 """
 
-from typing import Dict, List, Optional
+from typing import Dict, List, Optional, Tuple
 
 import torch
 from fairseq.models import FairseqEncoder, FairseqIncrementalDecoder
@@ -62,11 +66,19 @@ def last_real_token(padding: Tensor) -> Tensor:
 
 
 class UniLMSourceEncoder(FairseqEncoder):
-    def __init__(self, dictionary, transformer, lm_head, method: str = "pseudo_masked"):
+    def __init__(
+        self,
+        dictionary,
+        transformer,
+        lm_head,
+        method: str = "pseudo_masked",
+        segments: Tuple[int, int] = seq2seq_layout.PAIR_SEGMENTS,
+    ):
         super().__init__(dictionary)
         _share(self, "transformer", transformer)
         _share(self, "lm_head", lm_head)
         self.method = method
+        self.source_segment = segments[0]
 
     def source_states(self, src_tokens: Tensor):
         """The bidirectional encoding of the source segment (source segment, positions ``0..n-1``).
@@ -85,7 +97,7 @@ class UniLMSourceEncoder(FairseqEncoder):
         if self.method == "causal":
             padding = padding | last_real_token(padding)
         positions = source_positions(padding)
-        segments = torch.full_like(src_tokens, seq2seq_layout.SOURCE_SEGMENT)
+        segments = torch.full_like(src_tokens, self.source_segment)
         hidden, kv = self.transformer(
             src_tokens, segments, positions, masks.padded_bidirectional_mask(padding)
         )
@@ -123,11 +135,19 @@ class UniLMSourceEncoder(FairseqEncoder):
 
 
 class UniLMIncrementalDecoder(FairseqIncrementalDecoder):
-    def __init__(self, dictionary, transformer, lm_head, method: str):
+    def __init__(
+        self,
+        dictionary,
+        transformer,
+        lm_head,
+        method: str,
+        segments: Tuple[int, int] = seq2seq_layout.PAIR_SEGMENTS,
+    ):
         super().__init__(dictionary)
         _share(self, "transformer", transformer)
         _share(self, "lm_head", lm_head)
         self.method = method
+        self.segments = tuple(segments)  # source, target
         self.mask_idx = dictionary.index("<mask>")
 
     def max_positions(self):
@@ -234,7 +254,7 @@ class UniLMIncrementalDecoder(FairseqIncrementalDecoder):
             ]
         hidden, kv = self.transformer(
             x,
-            torch.full_like(x, seq2seq_layout.TARGET_SEGMENT),
+            torch.full_like(x, self.segments[1]),
             positions,
             visible,
             prefix=prefix,
@@ -265,8 +285,10 @@ class UniLMIncrementalDecoder(FairseqIncrementalDecoder):
             method = "causal" if self.method == "causal" else "masked"
             if method == "causal":
                 predict[:] = True
-            examples.append(seq2seq_layout.build_example(source, target, predict, method, self.mask_idx))
-        batch = seq2seq_layout.collate_examples(examples, pad)
+            examples.append(
+                seq2seq_layout.build_example(source, target, predict, method, self.mask_idx, self.segments)
+            )
+        batch = seq2seq_layout.collate_examples(examples, pad, segment_pad=self.segments[0])
         batch = {k: v.to(tokens.device) for k, v in batch.items()}
         self._check_position(batch["positions"])
         hidden, _ = self.transformer(

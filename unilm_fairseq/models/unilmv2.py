@@ -5,7 +5,7 @@ Architectures only fill defaults the user left unset (``safe_getattr``).
 
 import logging
 from dataclasses import dataclass, field
-from typing import Optional
+from typing import Optional, Tuple
 
 from fairseq import utils
 from fairseq.dataclass import ChoiceEnum, FairseqDataclass
@@ -74,6 +74,17 @@ class UniLMv2Config(FairseqDataclass):
     seq2seq_target_positions: int = field(
         default=0, metadata={"help": "--max-target-positions of s2s-ft fine-tuning, recorded likewise"}
     )
+    seq2seq_source_segment: int = field(
+        default=seq2seq_layout.SOURCE_SEGMENT,
+        metadata={"help": "segment id of the source in s2s-ft layouts and decoding (UniLM v1 models: 4); "
+                  "--task unilm_seq2seq records it from --seq2seq-segment-ids when training and "
+                  "generation reads it from the checkpoint"},
+    )  # fmt: skip
+    seq2seq_target_segment: int = field(
+        default=seq2seq_layout.TARGET_SEGMENT,
+        metadata={"help": "segment id of the target side, mask tokens included (UniLM v1 models: 5); "
+                  "recorded likewise"},
+    )  # fmt: skip
 
 
 @register_model("unilmv2", dataclass=UniLMv2Config)
@@ -100,8 +111,9 @@ class UniLMv2Model(BaseFairseqModel):
         self.span_heads = nn.ModuleDict()
         self.apply(init_bert_params)
         method = str(cfg.seq2seq_method)
-        self.encoder = UniLMSourceEncoder(dictionary, self.transformer, self.lm_head, method)
-        self.decoder = UniLMIncrementalDecoder(dictionary, self.transformer, self.lm_head, method)
+        segments = seq2seq_segments(cfg)
+        self.encoder = UniLMSourceEncoder(dictionary, self.transformer, self.lm_head, method, segments)
+        self.decoder = UniLMIncrementalDecoder(dictionary, self.transformer, self.lm_head, method, segments)
 
     @classmethod
     def build_model(cls, cfg, task):
@@ -169,6 +181,7 @@ class UniLMv2Model(BaseFairseqModel):
         context_len: Optional[int] = None,
         classification_head_name: Optional[str] = None,
         span_head_name: Optional[str] = None,
+        answerability_head_name: Optional[str] = None,
         src_tokens: Optional[Tensor] = None,
         nsp: bool = False,
         **unused,
@@ -183,6 +196,9 @@ class UniLMv2Model(BaseFairseqModel):
                 (PMLM batches), they run first and the rest reuses their keys and values.
             classification_head_name: return that head's ``(B, num_classes)`` logits.
             span_head_name: return that head's ``(B, T, 2)`` start/end logits.
+            answerability_head_name: with ``span_head_name``, also return
+                ``extra["answerability_logits"]`` ``(B, 2)``, that classification head's scores of the
+                [SOS] vector (extractive QA's answerability classifier, UniLMv2 §4.2).
             src_tokens: ``(B, T)`` "[SOS] A [EOS] (B [EOS])", padded; used when ``tokens`` is not
                 given (fairseq's ``sentence_prediction`` batches): bidirectional attention over the
                 real tokens, positions from 0, segment 1 after the first [EOS].
@@ -206,7 +222,10 @@ class UniLMv2Model(BaseFairseqModel):
         if classification_head_name is not None:
             return self.classification_heads[classification_head_name](features), {}
         if span_head_name is not None:
-            return self.span_heads[span_head_name](features), {}
+            extra = {}
+            if answerability_head_name is not None:
+                extra["answerability_logits"] = self.classification_heads[answerability_head_name](features)
+            return self.span_heads[span_head_name](features), extra
         extra = {}
         if nsp:
             if self.nsp_head is None:
@@ -251,6 +270,22 @@ class UniLMv2Model(BaseFairseqModel):
                     state_dict[prefix + key] = value
 
 
+def seq2seq_segments(cfg) -> Tuple[int, int]:
+    """The source and target segment ids of the config's s2s-ft layout."""
+    return int(cfg.seq2seq_source_segment), int(cfg.seq2seq_target_segment)
+
+
+def check_seq2seq_segments(segments: Tuple[int, int], rows: int) -> None:
+    """A clear error when an s2s-ft segment id has no row in a segment table of ``rows`` rows
+    (``--task unilm_seq2seq`` checks before it builds a model; without a segment table the ids are unused)."""
+    if rows > 0 and (min(segments) < 0 or max(segments) >= rows):
+        raise ValueError(
+            f"seq2seq segment ids {segments} need segment embeddings 0..{max(segments)}, but the model has "
+            f"{rows} (--num-segments); UniLM v1's ids 4-5 need --num-segments 6 (--arch unilm_v1_base), "
+            "other models use --seq2seq-segment-ids 0-1"
+        )
+
+
 def base_architecture(args):
     """Defaults of the base model (12 layers, 768 hidden); fills only unset fields."""
     args.encoder_layers = safe_getattr(args, "encoder_layers", 12)
@@ -272,6 +307,8 @@ def base_architecture(args):
     args.seq2seq_method = safe_getattr(args, "seq2seq_method", "pseudo_masked")
     args.seq2seq_source_positions = safe_getattr(args, "seq2seq_source_positions", 0)
     args.seq2seq_target_positions = safe_getattr(args, "seq2seq_target_positions", 0)
+    args.seq2seq_source_segment = safe_getattr(args, "seq2seq_source_segment", seq2seq_layout.SOURCE_SEGMENT)
+    args.seq2seq_target_segment = safe_getattr(args, "seq2seq_target_segment", seq2seq_layout.TARGET_SEGMENT)
 
 
 @register_model_architecture("unilmv2", "unilmv2_base")

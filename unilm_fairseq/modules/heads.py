@@ -9,6 +9,9 @@ from fairseq import utils
 from torch import Tensor, nn
 
 START, END = 0, 1
+# classes of extractive QA's answerability classifier (UniLMv2 §4.2), a 2-way classification head on [SOS]
+ANSWERABLE, UNANSWERABLE = 0, 1
+ANSWERABILITY_CLASSES = 2
 
 
 class SentenceClassificationHead(nn.Module):

@@ -19,6 +19,7 @@ from omegaconf import MISSING
 from ..data.offset_tokenizers import SentencePieceOffsets, WordPieceOffsets, words_tokenizer
 from ..data.squad_dataset import SquadWindowDataset, tokenize_examples
 from ..data.squad_examples import SPECIALS_PER_WINDOW, read_squad_examples
+from ..modules.heads import ANSWERABILITY_CLASSES
 from ..pretrained import load_pretrained_weights
 from .shared_dictionary import SharedDictionaryTask
 
@@ -62,6 +63,17 @@ class SquadQAConfig(FairseqDataclass):
         default=64, metadata={"help": "questions longer than this many tokens are truncated (counted)"}
     )
     span_head_name: str = field(default="squad_span_head", metadata={"help": "name of the span head"})
+    answerability_head: bool = field(
+        default=False,
+        metadata={"help": "add UniLMv2's answerability classifier (§4.2, SQuAD v2.0): a 2-way classifier on "
+                  "the [SOS] vector that predicts whether the window holds no answer, trained with the span "
+                  "loss (criterion squad_span, --answerability-weight); scripts/predict_squad.py then "
+                  "answers '' by its probability instead of the null-span rule"},
+    )  # fmt: skip
+    answerability_head_name: str = field(
+        default="squad_answerability_head",
+        metadata={"help": "name of the answerability classifier (a classification head)"},
+    )
     pretrained_checkpoint: Optional[str] = field(
         default=None,
         metadata={"help": "initialise from this unilmv2 checkpoint (pre-trained or converted); the span "
@@ -142,10 +154,17 @@ class SquadQATask(SharedDictionaryTask):
             cfg.max_positions = self.cfg.max_seq_length
         model = super().build_model(cfg, from_checkpoint)
         if self.cfg.pretrained_checkpoint and not from_checkpoint:
-            # before the head exists: the checkpoint's task heads are dropped and the span head starts fresh
+            # before the heads exist: the checkpoint's task heads are dropped and the QA heads start fresh
             load_pretrained_weights(model, self.cfg.pretrained_checkpoint)
         model.register_span_head(self.cfg.span_head_name)
+        if self.cfg.answerability_head:
+            model.register_classification_head(self.cfg.answerability_head_name, ANSWERABILITY_CLASSES)
         return model
+
+    @property
+    def answerability_head_name(self) -> Optional[str]:
+        """The answerability classifier's head name, None when the task trains none."""
+        return self.cfg.answerability_head_name if self.cfg.answerability_head else None
 
     def max_positions(self):
         return self.cfg.max_seq_length

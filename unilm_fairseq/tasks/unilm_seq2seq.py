@@ -2,19 +2,21 @@
 
 import logging
 import os
+from contextlib import nullcontext
 from dataclasses import dataclass, field
-from typing import Optional
+from typing import Optional, Tuple
 
 import numpy as np
 from fairseq.data import data_utils
 from fairseq.dataclass import ChoiceEnum
 from fairseq.tasks import register_task
 from fairseq.utils import safe_getattr
-from omegaconf import II, MISSING
+from omegaconf import II, MISSING, DictConfig, open_dict
 
 from .. import seq2seq_layout
 from ..data.seq2seq_dataset import SOURCE_SPECIALS, TARGET_SPECIALS, Seq2SeqDataset
-from ..pretrained import load_pretrained_weights
+from ..models.unilmv2 import check_seq2seq_segments
+from ..pretrained import checkpoint_seq2seq_segments, load_pretrained_weights
 from .decoding_conventions import DecodingConventionsConfig, DecodingConventionsTask
 from .shared_dictionary import SharedDictionaryTask
 
@@ -25,6 +27,9 @@ DEFAULT_MAX_SOURCE, DEFAULT_MAX_TARGET = 448, 64
 LIMITS = ("max_source_positions", "max_target_positions")
 # where the model's config records the limits it was fine-tuned with
 RECORDED = dict(zip(LIMITS, ("seq2seq_source_positions", "seq2seq_target_positions")))
+# where it records the source and target segment ids
+RECORDED_SEGMENTS = ("seq2seq_source_segment", "seq2seq_target_segment")
+AUTO = "auto"
 
 
 @dataclass
@@ -76,6 +81,14 @@ class UniLMSeq2SeqConfig(DecodingConventionsConfig):
         metadata={"help": "initialise from this unilmv2 checkpoint (pre-trained or converted); the position "
                   "table is tiled when the fine-tuning length needs more rows"},
     )  # fmt: skip
+    seq2seq_segment_ids: ChoiceEnum([AUTO, *seq2seq_layout.SEGMENT_CHOICES]) = field(
+        default=AUTO,
+        metadata={"help": "segment ids source-target (the target's [M]/[P] included): 0-1 (BERT's sentence "
+                  "A/B) or 4-5 (UniLM v1's seq2seq LM identifiers, Dong et al. 2019 §2.1). auto: when "
+                  "training, 4-5 if --pretrained-checkpoint has UniLM v1's 6 segment embeddings (or was "
+                  "fine-tuned with 4-5), else 0-1; when generating, the ids the checkpoint records. Given "
+                  "for generation, it overrides the checkpoint's (with a warning)"},
+    )  # fmt: skip
     seed: int = II("common.seed")
 
 
@@ -94,6 +107,9 @@ class UniLMSeq2SeqTask(DecodingConventionsTask, SharedDictionaryTask):
         for name, default in zip(LIMITS, (DEFAULT_MAX_SOURCE, DEFAULT_MAX_TARGET)):
             if getattr(cfg, name) is None:
                 setattr(cfg, name, default)
+        # resolved when first needed: fairseq-train loads the valid split before building the model,
+        # generation builds the model (which records them) first
+        self._segments: Optional[Tuple[int, int]] = None
 
     @classmethod
     def setup_task(cls, cfg: UniLMSeq2SeqConfig, **kwargs):
@@ -144,6 +160,7 @@ class UniLMSeq2SeqTask(DecodingConventionsTask, SharedDictionaryTask):
             self.cfg.max_target_positions, seed=self.cfg.seed, indices=indices,
             target_mask_prob=self.cfg.target_mask_prob, word_drop_prob=self.cfg.target_word_drop_prob,
             leave_unmasked_prob=self.cfg.leave_unmasked_prob, random_token_prob=self.cfg.random_token_prob,
+            segments=self.seq2seq_segments,
         )  # fmt: skip
 
     def build_dataset_for_inference(self, src_tokens, src_lengths, constraints=None):
@@ -156,14 +173,34 @@ class UniLMSeq2SeqTask(DecodingConventionsTask, SharedDictionaryTask):
             )  # fmt: skip
         return self._dataset(_TokenList(src_tokens), None)
 
+    @property
+    def seq2seq_segments(self) -> Tuple[int, int]:
+        """Source and target segment ids of this task's layouts (see ``--seq2seq-segment-ids``)."""
+        if self._segments is None:
+            self._segments, reason = self._choose_segments()
+            logger.info("seq2seq segment ids: source %d, target %d (%s)", *self._segments, reason)
+        return self._segments
+
+    def _choose_segments(self) -> Tuple[Tuple[int, int], str]:
+        choice = str(self.cfg.seq2seq_segment_ids)
+        if choice != AUTO:
+            return seq2seq_layout.SEGMENT_CHOICES[choice], f"--seq2seq-segment-ids {choice}"
+        if self.cfg.pretrained_checkpoint:
+            return checkpoint_seq2seq_segments(self.cfg.pretrained_checkpoint)
+        # nothing pre-trained to match (this project's choice)
+        return seq2seq_layout.PAIR_SEGMENTS, "no --pretrained-checkpoint"
+
     def build_model(self, cfg, from_checkpoint=False):
         if from_checkpoint:
             self._take_limits_from(cfg)
+            self._take_segments_from(cfg)
         needed = self.cfg.max_source_positions + self.cfg.max_target_positions
         if not from_checkpoint:
             cfg.seq2seq_method = str(self.cfg.finetune_method)
             for name, recorded in RECORDED.items():
                 setattr(cfg, recorded, getattr(self.cfg, name))
+            for recorded, segment in zip(RECORDED_SEGMENTS, self.seq2seq_segments):
+                setattr(cfg, recorded, segment)
             if cfg.max_positions < needed:
                 logger.info(
                     "position table grows from %d to %d rows (--max-source-positions %d + "
@@ -173,6 +210,7 @@ class UniLMSeq2SeqTask(DecodingConventionsTask, SharedDictionaryTask):
                 cfg.max_positions = needed
         elif str(cfg.seq2seq_method) != str(self.cfg.finetune_method):
             logger.info("decoding with the checkpoint's method %s", cfg.seq2seq_method)
+        check_seq2seq_segments(self.seq2seq_segments, cfg.num_segments)
         model = super().build_model(cfg, from_checkpoint)
         if self.cfg.pretrained_checkpoint and not from_checkpoint:
             load_pretrained_weights(model, self.cfg.pretrained_checkpoint)
@@ -188,6 +226,27 @@ class UniLMSeq2SeqTask(DecodingConventionsTask, SharedDictionaryTask):
                 taken.append(f"--{name.replace('_', '-')} {int(value)}")
         if taken:
             logger.info("using %s from the checkpoint", " and ".join(taken))
+
+    def _take_segments_from(self, model_cfg):
+        """Decode with the segment ids the checkpoint was fine-tuned with (0/1 when it records none),
+        unless ``--seq2seq-segment-ids`` names others."""
+        recorded = (
+            int(safe_getattr(model_cfg, RECORDED_SEGMENTS[0], seq2seq_layout.SOURCE_SEGMENT)),
+            int(safe_getattr(model_cfg, RECORDED_SEGMENTS[1], seq2seq_layout.TARGET_SEGMENT)),
+        )
+        choice = str(self.cfg.seq2seq_segment_ids)
+        if choice == AUTO or seq2seq_layout.SEGMENT_CHOICES[choice] == recorded:
+            self._segments = recorded
+            logger.info("seq2seq segment ids: source %d, target %d (from the checkpoint)", *recorded)
+            return
+        self._segments = seq2seq_layout.SEGMENT_CHOICES[choice]
+        logger.warning(
+            "--seq2seq-segment-ids %s: decoding with segment ids %s, not the checkpoint's %s",
+            choice, self._segments, recorded,
+        )  # fmt: skip
+        with open_dict(model_cfg) if isinstance(model_cfg, DictConfig) else nullcontext():
+            for name, segment in zip(RECORDED_SEGMENTS, self._segments):
+                setattr(model_cfg, name, segment)
 
     def inference_step(self, generator, models, sample, prefix_tokens=None, constraints=None):
         """Generate, keeping every decoding position inside the position table."""
