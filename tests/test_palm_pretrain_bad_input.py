@@ -52,6 +52,37 @@ def test_messy_corpus_is_counted(messy_bin, caplog):
         assert item["mlm_target"].ne(dataset.pad).any()
 
 
+def test_paper_limits_hold_through_the_task(tmp_path, caplog):
+    """The issue's documents, binarized: sentences of 450 + 50 and of 350 + 150 tokens, 500-token windows.
+
+    Every source is at most 400 tokens plus </s> and every target at most 100 plus </s> (PALM §2.2,
+    §3.1); the log counts the two windows whose nearby sentence boundary broke a limit.
+    """
+
+    def sentence(n, offset):
+        return " ".join(f"w{(offset + i) % 30}" for i in range(n))
+
+    lines = [sentence(450, 0), sentence(50, 1), "", sentence(350, 2), sentence(150, 3)]
+    data = binarize(tmp_path, lines)
+    # the paper's defaults: 500, 400, 100; no masking, to compare the text
+    cfg = PALMPretrainConfig(data=str(data), mask_prob=0.0, seed=1)
+    task = PALMPretrainTask.setup_task(cfg)
+    with caplog.at_level(logging.INFO):
+        dataset = task.load_dataset("train")
+    message = next(r.getMessage() for r in caplog.records if r.getMessage().startswith("train:"))
+    assert "mid-sentence 4 times (2 of them because every boundary near the cut would exceed 400 context" in (
+        message
+    )
+    assert sorted(map(tuple, dataset.sizes.tolist())) == [(41, 11), (121, 31), (401, 101), (401, 101)]
+    for i in range(len(dataset)):
+        item = dataset[i]
+        assert len(item["source"]) <= 401 and len(item["target"]) <= 101
+        # nothing lost: context and continuation are the window's text, in order
+        assert torch.equal(torch.cat([item["source"][:-1], item["target"][:-1]]), dataset.text(i))
+    with pytest.raises(ValueError, match="--max-fragment-tokens 500 is more than --max-context-tokens 300"):
+        PALMPretrainTask.setup_task(PALMPretrainConfig(data=str(data), max_context_tokens=300))
+
+
 def test_a_corpus_without_any_pair_is_a_clear_error(tmp_path):
     data = binarize(tmp_path, ["w1", "", "", "w2", ""])
     with pytest.raises(ValueError, match="no document holds a context/continuation pair"):

@@ -51,7 +51,8 @@ HYPER_FLAGS = {
     "label-smoothing", "batch-size", "update-freq", "max-source-positions", "max-target-positions",
     "tokens-per-sample", "max-positions", "mask-prob", "span-prob", "min-span-length", "max-span-length",
     "leave-unmasked-prob", "random-token-prob", "objectives", "objective-weights", "nsp-random-prob",
-    "max-fragment-tokens", "context-ratio", "mlm-weight", "max-rel-pos", "beam", "lenpen", "lenpen-style",
+    "max-fragment-tokens", "max-context-tokens", "max-continuation-tokens", "context-ratio", "mlm-weight",
+    "max-rel-pos", "beam", "lenpen", "lenpen-style",
     "no-repeat-ngram-size", "no-repeat-ngram-exempt", "min-len", "max-len-a", "max-len-b", "pooler-dropout",
     "target-mask-prob", "target-word-drop-prob", "finetune-method",
 }  # fmt: skip

@@ -6,7 +6,9 @@
 #   bash examples/palm/pretrain_base.sh DATA_BIN SAVE_DIR [extra fairseq-train flags]
 #
 # DATA_BIN comes from `fairseq-preprocess --only-source` (one sentence per line, empty lines between
-# documents). Stage 1 trains the encoder alone while the model also holds a decoder, so it runs with
+# documents). No context exceeds MAX_CONTEXT_TOKENS and no continuation MAX_CONTINUATION_TOKENS; the cut
+# falls at a sentence boundary near the 80% point only when that keeps both limits (this project's choice,
+# see README "Pairs"). Stage 1 trains the encoder alone while the model also holds a decoder, so it runs with
 # --ddp-backend legacy_ddp (fairseq's pytorch_ddp expects every parameter to get a gradient). Stage 2 takes
 # the encoder from stage 1 and starts the decoder fresh (--stage1-checkpoint). Each stage runs its own
 # warm-up and linear decay.
@@ -21,6 +23,9 @@
 #                        not say how they divide between the stages)
 #   STAGE2_UPDATES=400000  stage 2 updates (this project's choice, as STAGE1_UPDATES)
 #   MAX_FRAGMENT_TOKENS=500  most tokens in a window (PALM §2.2, §3.1)
+#   MAX_CONTEXT_TOKENS=400  hard limit on the encoder's context: "at most 400 tokens" (PALM §2.2, §3.1)
+#   MAX_CONTINUATION_TOKENS=100  hard limit on the decoder's continuation: "at most 100 tokens" (PALM §2.2,
+#                        §3.1)
 #   CONTEXT_RATIO=0.8    share of a window that goes to the encoder (PALM §2.2)
 #   MASK_PROB=0.15       share of context tokens masked for the encoder's MLM (PALM §2.1 masks "following
 #                        BERT's practice", 15%)
@@ -41,6 +46,7 @@ SAVE_DIR=$2
 shift 2
 : "${GPUS:=16}" "${TOTAL_BATCH:=64}" "${MAX_SENTENCES:=$(( TOTAL_BATCH / GPUS ))}"
 : "${STAGE1_UPDATES:=400000}" "${STAGE2_UPDATES:=400000}" "${MAX_FRAGMENT_TOKENS:=500}"
+: "${MAX_CONTEXT_TOKENS:=400}" "${MAX_CONTINUATION_TOKENS:=100}"
 : "${CONTEXT_RATIO:=0.8}" "${MASK_PROB:=0.15}" "${MLM_WEIGHT:=1.0}" "${LR:=1e-5}" "${WARMUP:=10000}"
 : "${DROPOUT:=0.1}" "${ADAM_EPS:=1e-8}" "${WEIGHT_DECAY:=0.01}" "${CLIP_NORM:=1.0}"
 if (( MAX_SENTENCES < 1 || TOTAL_BATCH % (GPUS * MAX_SENTENCES) )); then
@@ -50,7 +56,8 @@ fi
 UPDATE_FREQ=$(( TOTAL_BATCH / (GPUS * MAX_SENTENCES) ))
 
 COMMON=(--user-dir unilm_fairseq --task palm_pretrain --arch palm_base --criterion palm
-  --max-fragment-tokens "$MAX_FRAGMENT_TOKENS" --context-ratio "$CONTEXT_RATIO" --mask-prob "$MASK_PROB"
+  --max-fragment-tokens "$MAX_FRAGMENT_TOKENS" --max-context-tokens "$MAX_CONTEXT_TOKENS"
+  --max-continuation-tokens "$MAX_CONTINUATION_TOKENS" --context-ratio "$CONTEXT_RATIO" --mask-prob "$MASK_PROB"
   --max-source-positions 512 --max-target-positions 512
   --optimizer adam --adam-betas '(0.9, 0.999)' --adam-eps "$ADAM_EPS" --weight-decay "$WEIGHT_DECAY"
   --clip-norm "$CLIP_NORM" --lr "$LR" --lr-scheduler polynomial_decay --warmup-updates "$WARMUP"

@@ -11,6 +11,9 @@ DOCS=${DOCS:-30}                      # chapters of the embedded corpus to use (
 STAGE1_UPDATES=${STAGE1_UPDATES:-300}
 STAGE2_UPDATES=${STAGE2_UPDATES:-300}
 FRAGMENT=${FRAGMENT:-128}             # tokens per window (the paper uses 500)
+# hard limits scaled down with the window, in the paper's 400:100 proportion (PALM §2.2: 400 and 100 of 500)
+MAX_CONTEXT=${MAX_CONTEXT:-$(( FRAGMENT * 4 / 5 ))}
+MAX_CONTINUATION=${MAX_CONTINUATION:-$(( FRAGMENT - MAX_CONTEXT ))}
 mkdir -p "$WORK"
 cd "$REPO"
 
@@ -23,7 +26,8 @@ fairseq-preprocess --only-source --trainpref "$WORK/text/train.spm" --validpref 
   --destdir "$WORK/bin" --workers 2 2>&1 | grep -v tensorboard
 
 COMMON=(--user-dir unilm_fairseq --task palm_pretrain --arch palm_tiny --criterion palm
-  --max-fragment-tokens "$FRAGMENT" --context-ratio 0.8 --batch-size 16
+  --max-fragment-tokens "$FRAGMENT" --max-context-tokens "$MAX_CONTEXT"
+  --max-continuation-tokens "$MAX_CONTINUATION" --context-ratio 0.8 --batch-size 16
   --optimizer adam --adam-betas '(0.9, 0.98)' --weight-decay 0.01 --clip-norm 1.0
   --lr 1e-3 --lr-scheduler polynomial_decay --warmup-updates 30
   --no-epoch-checkpoints --log-format simple --log-interval 25 --cpu --num-workers 0 --seed 1)
@@ -43,7 +47,8 @@ fairseq-train "$WORK/bin" "${COMMON[@]}" --stage 2 --mlm-weight 1.0 --label-smoo
 
 echo "== 5/5 fairseq-validate the stage-2 model on the held-out chapters"
 fairseq-validate "$WORK/bin" --user-dir unilm_fairseq --task palm_pretrain --stage 2 \
-  --path "$WORK/stage2/checkpoint_last.pt" --max-fragment-tokens "$FRAGMENT" --batch-size 16 \
+  --path "$WORK/stage2/checkpoint_last.pt" --max-fragment-tokens "$FRAGMENT" \
+  --max-context-tokens "$MAX_CONTEXT" --max-continuation-tokens "$MAX_CONTINUATION" --batch-size 16 \
   --required-batch-size-multiple 1 --cpu --num-workers 0 2>&1 | grep -E "valid on|Error"
 
 echo "== losses (base 2, per predicted token)"

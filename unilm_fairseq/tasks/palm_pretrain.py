@@ -16,7 +16,12 @@ from fairseq.dataclass import FairseqDataclass
 from fairseq.tasks import register_task
 from omegaconf import II, MISSING
 
-from ..data.palm_fragments import corpus_fragments
+from ..data.palm_fragments import (
+    MAX_CONTEXT_TOKENS,
+    MAX_CONTINUATION_TOKENS,
+    check_settings,
+    corpus_fragments,
+)
 from ..data.palm_pretrain_dataset import PALMPretrainDataset
 from ..modules.ngram_block import with_prefix_ngram_blocker
 from ..stage_init import load_encoder_from_checkpoint
@@ -44,7 +49,23 @@ class PALMPretrainConfig(FairseqDataclass):
         },
     )
     max_fragment_tokens: int = field(
-        default=500, metadata={"help": "most text tokens in one window (context plus continuation)"}
+        default=500,
+        metadata={
+            "help": "most text tokens in one window, context plus continuation (PALM §2.2: L <= 500); at "
+            "most --max-context-tokens plus --max-continuation-tokens"
+        },
+    )
+    max_context_tokens: int = field(
+        default=MAX_CONTEXT_TOKENS,
+        metadata={
+            "help": "hard limit on the encoder's context tokens, </s> not counted (PALM §2.2, §3.1: 400)"
+        },
+    )
+    max_continuation_tokens: int = field(
+        default=MAX_CONTINUATION_TOKENS,
+        metadata={
+            "help": "hard limit on the decoder's continuation tokens, </s> not counted (PALM §2.2, §3.1: 100)"
+        },
     )
     context_ratio: float = field(
         default=0.8, metadata={"help": "share of a window's tokens that goes to the encoder as context"}
@@ -53,7 +74,8 @@ class PALMPretrainConfig(FairseqDataclass):
         default=0.1,
         metadata={
             "help": "cut at the sentence boundary nearest the context-ratio point when it is within this "
-            "share of the window's tokens of it; otherwise cut mid-sentence at that point"
+            "share of the window's tokens of it and keeps both sides within their limits; otherwise cut "
+            "mid-sentence at that point, moved into the limits (this project's choice)"
         },
     )
     mask_prob: float = field(default=0.15, metadata={"help": "share of context tokens masked for the MLM"})
@@ -97,6 +119,9 @@ class PALMPretrainTask(SharedDictionaryTask):
             raise ValueError("--stage1-checkpoint initialises stage 2; it makes no sense with --stage 1")
         if cfg.mlm_weight < 0:
             raise ValueError(f"--mlm-weight must be >= 0, got {cfg.mlm_weight}")
+        check_settings(
+            cfg.max_fragment_tokens, cfg.context_ratio, cfg.max_context_tokens, cfg.max_continuation_tokens
+        )
 
     @property
     def trains_mlm(self) -> bool:
@@ -109,13 +134,21 @@ class PALMPretrainTask(SharedDictionaryTask):
     def load_dataset(self, split, epoch=1, combine=False, **kwargs):
         lines = self.load_lines(split, epoch, combine)
         text_lengths = np.asarray(lines.sizes) - 1  # fairseq-preprocess closes every line with </s>
+        cfg = self.cfg
         fragments, stats = corpus_fragments(
-            text_lengths, self.cfg.max_fragment_tokens, self.cfg.context_ratio, self.cfg.boundary_tolerance
+            text_lengths,
+            cfg.max_fragment_tokens,
+            cfg.context_ratio,
+            cfg.boundary_tolerance,
+            max_context=cfg.max_context_tokens,
+            max_continuation=cfg.max_continuation_tokens,
         )
         logger.info(
             "%s: %d lines, %d empty (document breaks) -> %d documents, %d windows (one per sentence) -> "
             "%d pairs; skipped %d windows under 2 tokens, %d documents with no pair; %d windows cut inside "
-            "a sentence over %d tokens; context cut at a sentence boundary %d times, mid-sentence %d times",
+            "a sentence over %d tokens; context cut at a sentence boundary %d times, mid-sentence %d times "
+            "(%d of them because every boundary near the cut would exceed %d context or %d continuation "
+            "tokens)",
             split,
             stats.lines,
             stats.empty_lines,
@@ -128,6 +161,9 @@ class PALMPretrainTask(SharedDictionaryTask):
             self.cfg.max_fragment_tokens,
             stats.split_at_boundary,
             stats.split_mid_sentence,
+            stats.boundary_over_limit,
+            cfg.max_context_tokens,
+            cfg.max_continuation_tokens,
         )
         if not fragments:
             raise ValueError(f"{split} (in {self.cfg.data}): no document holds a context/continuation pair")
