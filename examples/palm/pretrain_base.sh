@@ -10,8 +10,9 @@
 # falls at a sentence boundary near the 80% point only when that keeps both limits (this project's choice,
 # see README "Pairs"). Stage 1 trains the encoder alone while the model also holds a decoder, so it runs with
 # --ddp-backend legacy_ddp (fairseq's pytorch_ddp expects every parameter to get a gradient). Stage 2 takes
-# the encoder from stage 1 and starts the decoder fresh (--stage1-checkpoint). Each stage runs its own
-# warm-up and linear decay.
+# the encoder from stage 1 and starts the decoder fresh (--stage1-checkpoint); without the MLM term its
+# encoder MLM head gets no gradient, so it runs with legacy_ddp too. Each stage runs its own warm-up and
+# linear decay.
 #
 # Settings (environment overrides):
 #   GPUS=16              GPUs (hardware; PALM §3.1 used 16 V100s)
@@ -29,9 +30,9 @@
 #   CONTEXT_RATIO=0.8    share of a window that goes to the encoder (PALM §2.2)
 #   MASK_PROB=0.15       share of context tokens masked for the encoder's MLM (PALM §2.1 masks "following
 #                        BERT's practice", 15%)
-#   MLM_WEIGHT=1.0       stage 2 keeps the encoder's MLM loss at this weight (this project's choice: PALM
-#                        §2.2 trains the encoder's output in stage 1 and the decoder's in stage 2; 0 does
-#                        that)
+#   MLM_WEIGHT=0         stage 2 trains the decoder's continuation loss alone: PALM §2.2 trains the encoder's
+#                        output in stage 1 and the decoder's in stage 2; a weight > 0 adds the encoder's
+#                        MLM loss in stage 2 too (this project's choice, not the paper's)
 #   LR=1e-5              peak learning rate (PALM §3.1)
 #   WARMUP=10000         linear warm-up updates, then linear decay (PALM §3.1)
 #   DROPOUT=0.1          dropout on all layers and attention weights (PALM §3.1)
@@ -47,7 +48,7 @@ shift 2
 : "${GPUS:=16}" "${TOTAL_BATCH:=64}" "${MAX_SENTENCES:=$(( TOTAL_BATCH / GPUS ))}"
 : "${STAGE1_UPDATES:=400000}" "${STAGE2_UPDATES:=400000}" "${MAX_FRAGMENT_TOKENS:=500}"
 : "${MAX_CONTEXT_TOKENS:=400}" "${MAX_CONTINUATION_TOKENS:=100}"
-: "${CONTEXT_RATIO:=0.8}" "${MASK_PROB:=0.15}" "${MLM_WEIGHT:=1.0}" "${LR:=1e-5}" "${WARMUP:=10000}"
+: "${CONTEXT_RATIO:=0.8}" "${MASK_PROB:=0.15}" "${MLM_WEIGHT:=0}" "${LR:=1e-5}" "${WARMUP:=10000}"
 : "${DROPOUT:=0.1}" "${ADAM_EPS:=1e-8}" "${WEIGHT_DECAY:=0.01}" "${CLIP_NORM:=1.0}"
 if (( MAX_SENTENCES < 1 || TOTAL_BATCH % (GPUS * MAX_SENTENCES) )); then
   echo "TOTAL_BATCH=$TOTAL_BATCH is not a multiple of GPUS*MAX_SENTENCES=$(( GPUS * MAX_SENTENCES ))" >&2
@@ -70,7 +71,7 @@ fairseq-train "$DATA_BIN" "${COMMON[@]}" --stage 1 --ddp-backend legacy_ddp \
   --total-num-update "$STAGE1_UPDATES" --max-update "$STAGE1_UPDATES" \
   --save-dir "$SAVE_DIR/stage1" "$@"
 
-fairseq-train "$DATA_BIN" "${COMMON[@]}" --stage 2 --mlm-weight "$MLM_WEIGHT" \
+fairseq-train "$DATA_BIN" "${COMMON[@]}" --stage 2 --mlm-weight "$MLM_WEIGHT" --ddp-backend legacy_ddp \
   --stage1-checkpoint "$SAVE_DIR/stage1/checkpoint_last.pt" \
   --total-num-update "$STAGE2_UPDATES" --max-update "$STAGE2_UPDATES" \
   --save-dir "$SAVE_DIR/stage2" "$@"

@@ -2,8 +2,8 @@
 # PALM's two pre-training stages with a tiny model on the embedded Austen corpus, on CPU.
 #   bash examples/palm/pretrain_demo.sh [WORKDIR]
 # Steps: sentencepiece vocabulary -> fairseq-preprocess --only-source -> stage 1 (encoder masked LM on the
-# first 80% of each window) -> stage 2 (the decoder generates the last 20%, pointer-generator, plus the MLM)
-# started from stage 1's encoder -> fairseq-validate.
+# first 80% of each window) -> stage 2 (the decoder generates the last 20%, pointer-generator; PALM §2.2's
+# stage-2 loss alone) started from stage 1's encoder -> fairseq-validate.
 set -euo pipefail
 REPO=$(cd "$(dirname "$0")/../.." && pwd)
 WORK=${1:-work/palm_demo}
@@ -38,9 +38,9 @@ fairseq-train "$WORK/bin" "${COMMON[@]}" --stage 1 \
   --total-num-update "$STAGE1_UPDATES" --max-update "$STAGE1_UPDATES" \
   --save-dir "$WORK/stage1" 2>&1 | grep -v tensorboard | tee "$WORK/stage1.log"
 
-echo "== 4/5 stage 2: continuation (pointer-generator) + MLM, encoder from stage 1 ($STAGE2_UPDATES updates)"
+echo "== 4/5 stage 2: continuation (pointer-generator), encoder from stage 1 ($STAGE2_UPDATES updates)"
 rm -rf "$WORK/stage2"
-fairseq-train "$WORK/bin" "${COMMON[@]}" --stage 2 --mlm-weight 1.0 --label-smoothing 0.1 \
+fairseq-train "$WORK/bin" "${COMMON[@]}" --stage 2 --label-smoothing 0.1 \
   --stage1-checkpoint "$WORK/stage1/checkpoint_last.pt" \
   --total-num-update "$STAGE2_UPDATES" --max-update "$STAGE2_UPDATES" \
   --save-dir "$WORK/stage2" 2>&1 | grep -v tensorboard | tee "$WORK/stage2.log"

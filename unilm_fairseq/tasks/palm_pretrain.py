@@ -2,8 +2,11 @@
 
 Stage 1 trains the encoder alone as a masked LM on the context (the first 80%
 of a text window); stage 2 trains encoder and decoder together to generate the
-continuation (the last 20%) under the pointer-generator distribution, keeping
-the encoder's masked-LM loss with weight ``--mlm-weight``.
+continuation (the last 20%) under the pointer-generator distribution. PALM §2.1
+and §2.2 use "the output predictions from the encoder and the decoder ... for
+training in the two stages, respectively": stage 2 optimises the decoder's
+log-likelihood alone, on unmasked contexts. ``--mlm-weight`` > 0 adds the
+encoder's masked-LM loss in stage 2 too (this project's choice, not the paper's).
 """
 
 import logging
@@ -45,7 +48,7 @@ class PALMPretrainConfig(FairseqDataclass):
         default=1,
         metadata={
             "help": "1: encoder-only masked LM on the context; 2: the decoder generates the continuation "
-            "(pointer-generator NLL) plus the encoder's masked LM weighted by --mlm-weight"
+            "(pointer-generator NLL), the only stage-2 loss in PALM §2.2 (see --mlm-weight)"
         },
     )
     max_fragment_tokens: int = field(
@@ -86,10 +89,11 @@ class PALMPretrainConfig(FairseqDataclass):
         default=0.1, metadata={"help": "share of masked inputs replaced by a random token"}
     )
     mlm_weight: float = field(
-        default=1.0,
+        default=0.0,
         metadata={
-            "help": "stage 2: weight of the encoder's masked-LM loss added to the decoder's loss (both per "
-            "token); 0 trains the decoder alone on unmasked contexts"
+            "help": "stage 2: weight of an extra encoder masked-LM loss added to the decoder's loss (both "
+            "per token), on masked contexts; this project's choice, not the paper's: the default 0 trains "
+            "what PALM §2.2 trains in stage 2, the decoder's continuation alone, on unmasked contexts"
         },
     )
     stage1_checkpoint: Optional[str] = field(
