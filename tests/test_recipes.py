@@ -39,7 +39,7 @@ RECIPES = [
 
 # paths, hardware, selectors and switches: not hyperparameters, so not in the table
 PLUMBING = {
-    "ARCH", "CASED", "CKPT", "CPU", "DICT", "EXTRA_PREP", "FP16", "GPUS", "INIT", "LOWERCASE",
+    "ABLATION", "ARCH", "CASED", "CKPT", "CPU", "DICT", "EXTRA_PREP", "FP16", "GPUS", "INIT", "LOWERCASE",
     "MAX_SENTENCES", "MODEL", "MODEL_ARGS", "NO_COPY", "PRETRAINED", "PYTHON", "SCORING", "SEED", "SETTINGS",
     "STAGES", "TOKENIZER", "VERSION", "VOCAB", "WORKERS",
 }  # fmt: skip
@@ -408,3 +408,32 @@ def test_palm_counts_epochs_into_updates_with_a_linear_schedule(stubs, tmp_path)
     assert flag(train, "--max-update") == flag(train, "--total-num-update") == str((1000 + 63) // 64 * 10)
     assert flag(train, "--lr-scheduler") == "polynomial_decay" and flag(train, "--lr") == "1e-5"
     assert flag(train, "--warmup-updates") == "10000" and flag(runs["fairseq-generate"], "--beam") == "5"
+
+
+def test_palm_pretraining_passes_the_limits_the_encoder_init_and_the_stage2_loss(stubs, tmp_path):
+    """pretrain_base.sh: PALM §2.2/§3.1's 400/100 limits in both stages, the converted RoBERTa for stage 1
+    (§3.1), and stage 2 without the extra MLM term (§2.2)."""
+    path = f"{stubs}{os.pathsep}{os.environ['PATH']}"
+    environ = clean_environment(PATH=path, PRETRAINED_ENCODER="roberta/model.pt")
+    proc = subprocess.run(
+        ["bash", os.path.join(REPO, "examples/palm/pretrain_base.sh"), "bin", str(tmp_path / "save")],
+        cwd=tmp_path, env=environ, capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    runs = proc.stdout.split("fairseq-train\n")[1:]
+    assert len(runs) == 2
+    stage1, stage2 = (run.splitlines() for run in runs)
+    for args in (stage1, stage2):
+        assert (
+            flag(args, "--max-context-tokens") == "400" and flag(args, "--max-continuation-tokens") == "100"
+        )
+        assert flag(args, "--max-fragment-tokens") == "500" and flag(args, "--ddp-backend") == "legacy_ddp"
+    assert flag(stage1, "--stage") == "1" and flag(stage1, "--pretrained-encoder") == "roberta/model.pt"
+    assert flag(stage2, "--stage") == "2" and flag(stage2, "--mlm-weight") == "0"
+    assert "--pretrained-encoder" not in stage2  # stage 2 takes its encoder from stage 1
+    environ.pop("PRETRAINED_ENCODER")
+    proc = subprocess.run(
+        ["bash", os.path.join(REPO, "examples/palm/pretrain_base.sh"), "bin", str(tmp_path / "save")],
+        cwd=tmp_path, env=environ, capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert proc.returncode == 0 and "--pretrained-encoder" not in proc.stdout, proc.stderr

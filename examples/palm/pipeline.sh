@@ -18,6 +18,8 @@
 #   VOCAB       spm.model or vocab.txt [$(dirname PRETRAINED)/spm.model or .../vocab.txt]
 #   ARCH        palm_base, palm_large or palm_tiny [palm_base]
 #   NO_COPY     1: ablate the pointer (--no-copy, the paper's Table 6 ablation) [0]
+#   ABLATION    autoencoding or autoregression: Table 6's other ablations of PRETRAINED, the encoder or the
+#               decoder left at random initialisation (--pretrained-ablation, PALM §3.7) [none]
 #   GPUS        GPUs fairseq-train uses [all visible]; --update-freq = TOTAL_BATCH / (GPUS * BATCH_PER_GPU)
 #   FP16        1: train and decode with --fp16 (needs CUDA) [1]
 #   SEED        random seed [1]
@@ -63,6 +65,7 @@ palm_main() {
   local model_dir
   model_dir=$(dirname "${PRETRAINED:-.}")
   : "${DICT:=$model_dir/dict.txt}" "${TOKENIZER:=spm}" "${ARCH:=palm_base}" "${NO_COPY:=0}"
+  : "${ABLATION:=none}"
   : "${FP16:=1}" "${SEED:=1}" "${WORKERS:=8}" "${ADAM_EPS:=1e-8}"
   case $TOKENIZER in
     spm) : "${VOCAB:=$model_dir/spm.model}" ;;
@@ -113,6 +116,7 @@ palm_main() {
     fi
     local train_flags=("${model_flags[@]}")
     if [ -n "$PRETRAINED" ]; then train_flags+=(--pretrained-checkpoint "$PRETRAINED"); fi
+    if [ "$ABLATION" != none ]; then train_flags+=(--pretrained-ablation "$ABLATION"); fi
     if [ "$FP16" = 1 ]; then train_flags+=(--fp16); fi
     echo "training: $steps updates ($WARMUP warm-up) of $TOTAL_BATCH examples" \
       "= $GPUS GPUs x $BATCH_PER_GPU x update-freq $(( TOTAL_BATCH / per_step ))" >&2

@@ -6,7 +6,12 @@
 #   bash examples/palm/pretrain_base.sh DATA_BIN SAVE_DIR [extra fairseq-train flags]
 #
 # DATA_BIN comes from `fairseq-preprocess --only-source` (one sentence per line, empty lines between
-# documents). No context exceeds MAX_CONTEXT_TOKENS and no continuation MAX_CONTINUATION_TOKENS; the cut
+# documents). "The parameters of PALM's encoder are initialized by the pre-trained RoBERTa" (PALM §3.1):
+# set PRETRAINED_ENCODER to a RoBERTa-base converted by scripts/convert_hf_checkpoint.py (its model.pt), and
+# binarize DATA_BIN with its dict.txt (text encoded by scripts/tokenize_text.py --bpe gpt2 with its
+# vocab.json and merges.txt). Stage 1 then starts from RoBERTa's encoder, MLM head and token table (sizes,
+# vocabulary and LayerNorm epsilon are checked or taken from it); without it the encoder starts random. No
+# context exceeds MAX_CONTEXT_TOKENS and no continuation MAX_CONTINUATION_TOKENS; the cut
 # falls at a sentence boundary near the 80% point only when that keeps both limits (this project's choice,
 # see README "Pairs"). Stage 1 trains the encoder alone while the model also holds a decoder, so it runs with
 # --ddp-backend legacy_ddp (fairseq's pytorch_ddp expects every parameter to get a gradient). Stage 2 takes
@@ -67,7 +72,10 @@ COMMON=(--user-dir unilm_fairseq --task palm_pretrain --arch palm_base --criteri
   --save-interval-updates 10000 --keep-interval-updates 5 --no-epoch-checkpoints
   --log-format simple --log-interval 100)
 
-fairseq-train "$DATA_BIN" "${COMMON[@]}" --stage 1 --ddp-backend legacy_ddp \
+INIT_FLAGS=()
+if [ -n "${PRETRAINED_ENCODER:-}" ]; then INIT_FLAGS=(--pretrained-encoder "$PRETRAINED_ENCODER"); fi
+
+fairseq-train "$DATA_BIN" "${COMMON[@]}" --stage 1 --ddp-backend legacy_ddp ${INIT_FLAGS[@]+"${INIT_FLAGS[@]}"} \
   --total-num-update "$STAGE1_UPDATES" --max-update "$STAGE1_UPDATES" \
   --save-dir "$SAVE_DIR/stage1" "$@"
 

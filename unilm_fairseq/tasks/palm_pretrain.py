@@ -9,6 +9,7 @@ log-likelihood alone, on unmasked contexts. ``--mlm-weight`` > 0 adds the
 encoder's masked-LM loss in stage 2 too (this project's choice, not the paper's).
 """
 
+import functools
 import logging
 from dataclasses import dataclass, field
 from typing import Optional
@@ -27,6 +28,7 @@ from ..data.palm_fragments import (
 )
 from ..data.palm_pretrain_dataset import PALMPretrainDataset
 from ..modules.ngram_block import with_prefix_ngram_blocker
+from ..pretrained_palm import build_with_unilmv2_encoder
 from ..stage_init import load_encoder_from_checkpoint
 from .shared_dictionary import SharedDictionaryTask
 
@@ -103,6 +105,15 @@ class PALMPretrainConfig(FairseqDataclass):
             "this stage-1 checkpoint; the decoder starts freshly initialised"
         },
     )
+    pretrained_encoder: Optional[str] = field(
+        default=None,
+        metadata={
+            "help": "initialise the encoder, its MLM head and the shared token embeddings from this unilmv2 "
+            "checkpoint: a RoBERTa (PALM §3.1) or BERT converted by scripts/convert_hf_checkpoint.py; "
+            "binarize the data with its dict.txt and match its sizes; sets --encoder-layernorm-eps to the "
+            "checkpoint's; the decoder starts freshly initialised"
+        },
+    )
     left_pad_source: bool = field(default=False, metadata={"help": "pad source batches on the left"})
     seed: int = II("common.seed")
 
@@ -121,6 +132,11 @@ class PALMPretrainTask(SharedDictionaryTask):
             raise ValueError(f"--stage must be one of {STAGES}, got {cfg.stage}")
         if cfg.stage1_checkpoint and cfg.stage != 2:
             raise ValueError("--stage1-checkpoint initialises stage 2; it makes no sense with --stage 1")
+        if cfg.stage1_checkpoint and cfg.pretrained_encoder:
+            raise ValueError(
+                "give --stage1-checkpoint (stage 2 after stage 1) or --pretrained-encoder, not both: a "
+                "stage-1 checkpoint already holds the encoder"
+            )
         if cfg.mlm_weight < 0:
             raise ValueError(f"--mlm-weight must be >= 0, got {cfg.mlm_weight}")
         check_settings(
@@ -184,8 +200,13 @@ class PALMPretrainTask(SharedDictionaryTask):
         return self.datasets[split]
 
     def build_model(self, cfg, from_checkpoint=False):
-        model = super().build_model(cfg, from_checkpoint)
-        if self.cfg.stage1_checkpoint and not from_checkpoint:
+        if from_checkpoint:
+            return super().build_model(cfg, from_checkpoint)
+        build = functools.partial(super().build_model, from_checkpoint=False)
+        if self.cfg.pretrained_encoder:
+            return build_with_unilmv2_encoder(build, cfg, self.cfg.pretrained_encoder, self.dictionary)
+        model = build(cfg)
+        if self.cfg.stage1_checkpoint:
             load_encoder_from_checkpoint(model, self.cfg.stage1_checkpoint)
         return model
 
