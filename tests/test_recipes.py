@@ -402,6 +402,20 @@ def test_s2s_ft_leaves_the_exemption_out_when_it_is_empty(stubs, tmp_path):
     assert flag(runs["fairseq-generate"], "--lenpen-style") == "gnmt"
 
 
+@pytest.mark.parametrize(
+    "recipe, lenpen", [("examples/palm/cnndm.sh", "0.95"), ("examples/palm/gigaword.sh", "1.0"),
+                       ("examples/palm/marco.sh", "1.0")],
+)  # fmt: skip
+def test_palm_recipes_decode_with_gnmt_length_penalty(stubs, tmp_path, recipe, lenpen):
+    """PALM names no length penalty; the recipes pass GNMT's form (this project's choice, docs/recipes.md)."""
+    generate = stubbed_run(stubs, tmp_path, recipe, examples=64)["fairseq-generate"]
+    assert flag(generate, "--lenpen-style") == "gnmt" and flag(generate, "--lenpen") == lenpen
+    generate = stubbed_run(stubs, tmp_path / "b", recipe, examples=64, LENPEN_STYLE="fairseq")[
+        "fairseq-generate"
+    ]
+    assert flag(generate, "--lenpen-style") == "fairseq"
+
+
 def test_palm_counts_epochs_into_updates_with_a_linear_schedule(stubs, tmp_path):
     runs = stubbed_run(stubs, tmp_path, "examples/palm/marco.sh", examples=1000)
     train = runs["fairseq-train"]

@@ -31,6 +31,10 @@
 # Hyperparameters every recipe shares (the recipes set the rest; docs/recipes.md lists every value beside
 # the paper's):
 #   ADAM_EPS=1e-8        Adam epsilon (this project's choice, as pretrain_base.sh: PALM names none)
+#   LENPEN_STYLE=gnmt    length penalty form: gnmt divides a hypothesis' score by ((5 + len) / 6) ** LENPEN,
+#                        fairseq by len ** LENPEN (this project's choice: PALM names no length penalty; GNMT's
+#                        is the one UniLMv2 Appendix D names for the other recipes, and the one the authors'
+#                        released PALM code decodes CNN/DailyMail with, alpha 0.95)
 # Fixed in the fairseq-train command below: Adam betas (0.9, 0.999) (this project's choice: PALM names none)
 # and a linear schedule, linear warm-up then linear decay to 0 (--lr-scheduler polynomial_decay): PALM §3.3
 # keeps the pre-training settings for fine-tuning, and §3.1 pre-trains with linear warm-up and decay.
@@ -67,6 +71,7 @@ palm_main() {
   : "${DICT:=$model_dir/dict.txt}" "${TOKENIZER:=spm}" "${ARCH:=palm_base}" "${NO_COPY:=0}"
   : "${ABLATION:=none}"
   : "${FP16:=1}" "${SEED:=1}" "${WORKERS:=8}" "${ADAM_EPS:=1e-8}"
+  : "${LENPEN_STYLE:=gnmt}"
   case $TOKENIZER in
     spm) : "${VOCAB:=$model_dir/spm.model}" ;;
     wordpiece) : "${VOCAB:=$model_dir/vocab.txt}" ;;
@@ -141,7 +146,8 @@ palm_main() {
     fairseq-generate "$bin" --user-dir "$user_dir" --task palm_seq2seq \
       --path "${CKPT:-$save/checkpoint_best.pt}" --max-source-positions "$MAX_SRC" \
       --max-target-positions "$MAX_TGT" --truncate-source --gen-subset test --batch-size "$GEN_BATCH" \
-      --beam "$BEAM" --lenpen "$LENPEN" --no-repeat-ngram-size "$NO_REPEAT_NGRAM" --min-len "$MIN_LEN" \
+      --beam "$BEAM" --lenpen "$LENPEN" --lenpen-style "$LENPEN_STYLE" \
+      --no-repeat-ngram-size "$NO_REPEAT_NGRAM" --min-len "$MIN_LEN" \
       --max-len-a 0 --max-len-b "$MAX_LEN_B" --required-batch-size-multiple 1 --scoring rouge \
       ${gen_flags[@]+"${gen_flags[@]}"} > "$gen"
   fi
