@@ -5,7 +5,7 @@ import pytest
 import torch
 
 from unilm_fairseq.data import PALMPretrainDataset, corpus_fragments, document_fragments
-from unilm_fairseq.data.palm_fragments import Fragment, context_length
+from unilm_fairseq.data.palm_fragments import Fragment, boundaries_near_cut, context_length
 from unilm_fairseq.data.palm_pretrain_dataset import bert_mask_positions
 
 from .conftest import make_dictionary
@@ -103,6 +103,91 @@ def test_random_documents_respect_stride_limit_and_ratio(seed):
         assert 1 <= f.context < f.length
         assert abs(f.context - 0.8 * f.length) <= max(0.1 * f.length, 0.5) or f.length == 2
     assert stats.pairs == len(fragments) and stats.windows == 60
+
+
+@pytest.mark.parametrize(
+    "sentences, first_context, second_context",
+    [
+        # the boundary at 450 is 50 tokens from the ideal 400, within 10% of 500: not taken, 450 > 400
+        ([450, 50], 400, 40),
+        # the boundary at 350 is 50 tokens away too: not taken, it would leave 150 > 100 to the decoder
+        ([350, 150], 400, 120),
+    ],
+)
+def test_paper_limits_400_100_on_the_issue_documents(sentences, first_context, second_context):
+    """PALM §2.2/§3.1: at most 400 context and 100 continuation tokens, whatever the sentence boundaries."""
+    fragments, stats = document_fragments(sentences, max_tokens=500)
+    assert fragments == [
+        Fragment(0, 2, 500, first_context),
+        Fragment(1, 1, sentences[1], second_context),
+    ]
+    for f in fragments:
+        assert f.context <= 400 and f.length - f.context <= 100
+    assert (stats.split_at_boundary, stats.split_mid_sentence, stats.boundary_over_limit) == (0, 2, 1)
+    # without the limits the tolerance rule takes the boundary: the 450/50 and 350/150 splits
+    lifted, lifted_stats = document_fragments(sentences, 500, max_context=499, max_continuation=499)
+    assert lifted[0] == Fragment(0, 2, 500, sentences[0]) and lifted_stats.boundary_over_limit == 0
+
+
+@pytest.mark.parametrize(
+    "sentences, context",
+    [
+        ([400, 100], 400),  # a boundary exactly at both limits
+        ([395, 90], 395),  # 485 tokens, ideal 388: the boundary 7 tokens away fits both limits
+        ([100, 300, 60, 40], 400),  # of 400 and 460 (both near 400), only 400 fits the context limit
+    ],
+)
+def test_sentence_boundaries_are_kept_where_they_fit(sentences, context):
+    fragments, stats = document_fragments(sentences, max_tokens=500)
+    assert fragments[0].context == context and stats.boundary_over_limit == 0
+
+
+def test_scaled_down_limits():
+    # a 128-token demo window: 102 + 26; the boundary at 110 (8 from the ideal 102.4) exceeds 102
+    fragments, stats = document_fragments([110, 18], max_tokens=128, max_context=102, max_continuation=26)
+    assert fragments[0] == Fragment(0, 2, 128, 102) and stats.boundary_over_limit == 1
+    # the rounded ideal cut is moved into the limits when the ratio disagrees with them
+    assert context_length([10], 10, 0.5, 0.1, max_context=400, max_continuation=2) == 8
+    assert context_length([10], 10, 0.9, 0.1, max_context=6, max_continuation=100) == 6
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_no_pair_ever_exceeds_the_limits(seed):
+    """Random documents (some sentences longer than a window) and random settings: every pair keeps both
+    limits; a boundary near the ideal cut that fits them is used; otherwise the cut is the rounded ideal
+    moved into the limits."""
+    rng = np.random.default_rng(seed)
+    max_context = int(rng.integers(1, 450))
+    max_continuation = int(rng.integers(1, 150))
+    max_tokens = int(rng.integers(2, max_context + max_continuation + 1))
+    ratio, tolerance = float(rng.uniform(0.05, 0.95)), float(rng.uniform(0.0, 0.5))
+    sentences = rng.integers(1, 2 * max_tokens, size=int(rng.integers(1, 40)))
+    fragments, stats = document_fragments(
+        sentences, max_tokens, ratio, tolerance, max_context=max_context, max_continuation=max_continuation
+    )
+    ends = np.concatenate([[0], np.cumsum(sentences)])
+    over_limit = 0
+    for f in fragments:
+        assert 2 <= f.length <= max_tokens
+        assert 1 <= f.context <= max_context and 1 <= f.length - f.context <= max_continuation
+        window = sentences[f.first_line : f.first_line + f.num_lines]
+        near = boundaries_near_cut(window, f.length, ratio, tolerance)
+        fits = near[(near <= max_context) & (f.length - near <= max_continuation)]
+        if len(fits):
+            assert f.context in fits.tolist()
+        else:
+            low, high = max(1, f.length - max_continuation), min(max_context, f.length - 1)
+            assert f.context == min(max(int(np.floor(ratio * f.length + 0.5)), low), high)
+            inner = ends[f.first_line + 1 : f.first_line + f.num_lines] - ends[f.first_line]
+            over_limit += bool(len(near)) and f.context not in inner.tolist()
+    assert stats.pairs == len(fragments) and stats.boundary_over_limit == over_limit
+
+
+def test_inconsistent_limits_are_clear_errors():
+    with pytest.raises(ValueError, match="--max-fragment-tokens 600 is more than --max-context-tokens 400"):
+        document_fragments([5], 600)
+    with pytest.raises(ValueError, match="at least 1"):
+        corpus_fragments([5], 10, max_context=0)
 
 
 def test_pairs_never_cross_a_document_boundary():

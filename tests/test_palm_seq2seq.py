@@ -9,7 +9,7 @@ from unilm_fairseq.pretrained_palm import load_palm_weights
 from unilm_fairseq.tasks.palm_seq2seq import PALMSeq2SeqConfig, PALMSeq2SeqTask
 
 from .conftest import run_cli
-from .test_palm_model import palm_model
+from .test_palm_model import palm_args, palm_model
 from .test_seq2seq_decoding import save_checkpoint
 
 SOURCES = ["a b c", "", "a b", "c a", "", "b"]
@@ -100,3 +100,46 @@ def test_pretrained_mismatches_are_clear_errors(tmp_path, messy_pairs):
     save_checkpoint({"something.else": torch.zeros(1)}, tmp_path / "other.pt")
     with pytest.raises(ValueError, match="not a palm checkpoint"):
         load_palm_weights(palm_model(dictionary), str(tmp_path / "other.pt"))
+
+
+@pytest.mark.parametrize(
+    "ablation, fresh_part", [("autoencoding", "encoder."), ("autoregression", "decoder.")]
+)
+def test_table6_ablations_leave_one_side_at_random_initialisation(
+    tmp_path, messy_pairs, ablation, fresh_part
+):
+    """PALM §3.7 ablates autoencoding and autoregression "by randomly initializing the weights of the
+    encoder and the decoder, respectively": --pretrained-ablation loads the rest of the pre-trained model."""
+    task = task_for(messy_pairs / "bin")
+    dictionary = task.source_dictionary
+    pretrained = palm_model(dictionary, seed=1)
+    with torch.no_grad():  # LayerNorms start at 1 and 0 in any model: make every tensor "pre-trained"
+        for param in pretrained.parameters():
+            param.add_(0.1 * torch.randn_like(param))
+    pretrained = pretrained.state_dict()
+    path = tmp_path / "pretrained.pt"
+    save_checkpoint(pretrained, path)
+    fresh = palm_model(dictionary, seed=2, no_encoder_mlm_head=True).state_dict()  # the same seed's init
+    task.cfg.pretrained_checkpoint, task.cfg.pretrained_ablation = str(path), ablation
+    torch.manual_seed(2)
+    state = task.build_model(palm_args()).state_dict()
+    shared = state["encoder.embed_tokens.weight"].data_ptr()
+    kept_fresh = [
+        k
+        for k in state
+        if k.startswith(fresh_part) and state[k].data_ptr() != shared and not k.endswith(".version")
+    ]
+    assert any(".layers.1." in k for k in kept_fresh)
+    if ablation == "autoregression":
+        assert "decoder.pointer.gate_state.weight" in kept_fresh  # the pointer-generator is the decoder's
+    for key, value in state.items():
+        if key in kept_fresh:
+            assert torch.equal(value, fresh[key]) and not torch.equal(value, pretrained[key]), key
+        elif not key.endswith(".version"):
+            assert torch.equal(value, pretrained[key]), key  # the other side and the shared token table
+
+    task.cfg.pretrained_checkpoint = None
+    with pytest.raises(
+        ValueError, match=f"--pretrained-ablation {ablation} ablates a --pretrained-checkpoint"
+    ):
+        task.build_model(palm_args())

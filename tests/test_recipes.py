@@ -42,7 +42,7 @@ RECIPES = [
 
 # paths, hardware, selectors and switches: not hyperparameters, so not in the table
 PLUMBING = {
-    "ARCH", "CASED", "CKPT", "CPU", "DICT", "EXTRA_PREP", "FP16", "GPUS", "INIT", "LOWERCASE",
+    "ABLATION", "ARCH", "CASED", "CKPT", "CPU", "DICT", "EXTRA_PREP", "FP16", "GPUS", "INIT", "LOWERCASE",
     "MAX_SENTENCES", "MODEL", "MODEL_ARGS", "NO_COPY", "PRETRAINED", "PYTHON", "SCORING", "SEED", "SETTINGS",
     "STAGES", "TOKENIZER", "VERSION", "VOCAB", "WORKERS",
 }  # fmt: skip
@@ -54,7 +54,8 @@ HYPER_FLAGS = {
     "label-smoothing", "batch-size", "update-freq", "max-source-positions", "max-target-positions",
     "tokens-per-sample", "max-positions", "mask-prob", "span-prob", "min-span-length", "max-span-length",
     "leave-unmasked-prob", "random-token-prob", "objectives", "objective-weights", "nsp-random-prob",
-    "max-fragment-tokens", "context-ratio", "mlm-weight", "max-rel-pos", "beam", "lenpen", "lenpen-style",
+    "max-fragment-tokens", "max-context-tokens", "max-continuation-tokens", "context-ratio", "mlm-weight",
+    "max-rel-pos", "beam", "lenpen", "lenpen-style",
     "no-repeat-ngram-size", "no-repeat-ngram-exempt", "min-len", "max-len-a", "max-len-b", "pooler-dropout",
     "target-mask-prob", "target-word-drop-prob", "finetune-method",
 }  # fmt: skip
@@ -404,6 +405,20 @@ def test_s2s_ft_leaves_the_exemption_out_when_it_is_empty(stubs, tmp_path):
     assert flag(runs["fairseq-generate"], "--lenpen-style") == "gnmt"
 
 
+@pytest.mark.parametrize(
+    "recipe, lenpen", [("examples/palm/cnndm.sh", "0.95"), ("examples/palm/gigaword.sh", "1.0"),
+                       ("examples/palm/marco.sh", "1.0")],
+)  # fmt: skip
+def test_palm_recipes_decode_with_gnmt_length_penalty(stubs, tmp_path, recipe, lenpen):
+    """PALM names no length penalty; the recipes pass GNMT's form (this project's choice, docs/recipes.md)."""
+    generate = stubbed_run(stubs, tmp_path, recipe, examples=64)["fairseq-generate"]
+    assert flag(generate, "--lenpen-style") == "gnmt" and flag(generate, "--lenpen") == lenpen
+    generate = stubbed_run(stubs, tmp_path / "b", recipe, examples=64, LENPEN_STYLE="fairseq")[
+        "fairseq-generate"
+    ]
+    assert flag(generate, "--lenpen-style") == "fairseq"
+
+
 def test_palm_counts_epochs_into_updates_with_a_linear_schedule(stubs, tmp_path):
     runs = stubbed_run(stubs, tmp_path, "examples/palm/marco.sh", examples=1000)
     train = runs["fairseq-train"]
@@ -455,3 +470,32 @@ def test_squad_v2_uses_the_answerability_classifier(stubs, tmp_path):
     runs = squad_run(stubs, tmp_path / "c", "examples/squad/squad_v1.sh", "1.1")
     assert "--answerability-head" not in runs["fairseq-train"]
     assert "--version-2-with-negative" not in runs["predict_squad.py"]
+
+
+def test_palm_pretraining_passes_the_limits_the_encoder_init_and_the_stage2_loss(stubs, tmp_path):
+    """pretrain_base.sh: PALM §2.2/§3.1's 400/100 limits in both stages, the converted RoBERTa for stage 1
+    (§3.1), and stage 2 without the extra MLM term (§2.2)."""
+    path = f"{stubs}{os.pathsep}{os.environ['PATH']}"
+    environ = clean_environment(PATH=path, PRETRAINED_ENCODER="roberta/model.pt")
+    proc = subprocess.run(
+        ["bash", os.path.join(REPO, "examples/palm/pretrain_base.sh"), "bin", str(tmp_path / "save")],
+        cwd=tmp_path, env=environ, capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    runs = proc.stdout.split("fairseq-train\n")[1:]
+    assert len(runs) == 2
+    stage1, stage2 = (run.splitlines() for run in runs)
+    for args in (stage1, stage2):
+        assert (
+            flag(args, "--max-context-tokens") == "400" and flag(args, "--max-continuation-tokens") == "100"
+        )
+        assert flag(args, "--max-fragment-tokens") == "500" and flag(args, "--ddp-backend") == "legacy_ddp"
+    assert flag(stage1, "--stage") == "1" and flag(stage1, "--pretrained-encoder") == "roberta/model.pt"
+    assert flag(stage2, "--stage") == "2" and flag(stage2, "--mlm-weight") == "0"
+    assert "--pretrained-encoder" not in stage2  # stage 2 takes its encoder from stage 1
+    environ.pop("PRETRAINED_ENCODER")
+    proc = subprocess.run(
+        ["bash", os.path.join(REPO, "examples/palm/pretrain_base.sh"), "bin", str(tmp_path / "save")],
+        cwd=tmp_path, env=environ, capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert proc.returncode == 0 and "--pretrained-encoder" not in proc.stdout, proc.stderr

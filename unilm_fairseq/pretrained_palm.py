@@ -1,13 +1,17 @@
 """Initialise a ``palm`` model: all of it from a ``palm`` checkpoint, or its encoder from a ``unilmv2``."""
 
 import logging
-from typing import Dict, Tuple
+import os
+from typing import Any, Callable, Dict, Optional, Tuple
 
 from fairseq import checkpoint_utils
+from omegaconf import OmegaConf, open_dict
 from torch import Tensor
 
+from .data.dictionary import load_dictionary_with_mask
 from .models.unilmv2 import UniLMv2Config
 from .pretrained import load_fitting_state
+from .stage_init import summarize
 
 logger = logging.getLogger(__name__)
 
@@ -25,12 +29,22 @@ OPTIONAL_PARTS = {
 }
 
 
-def load_palm_weights(model, path: str) -> None:
+# PALM Table 6's ablations of the pre-trained model (§3.7: "we ablate autoencoding and autoregression by
+# randomly initializing the weights of the encoder and the decoder, respectively"): the part left fresh
+ABLATED_PART = {"autoencoding": "encoder.", "autoregression": "decoder."}
+
+
+def load_palm_weights(model, path: str, ablation: Optional[str] = None) -> None:
     """Copy every weight of the ``palm`` checkpoint ``path`` into ``model``; clear errors on any mismatch.
 
     Parts ``model`` does not build (:data:`OPTIONAL_PARTS`) are dropped, with a log line. A longer learned
     position table keeps its first rows (fine-tuning with shorter sources or targets); a shorter one is an
     error naming the limit. The vocabulary must match exactly (binarize with the pre-training ``dict.txt``).
+
+    ``ablation`` (a key of :data:`ABLATED_PART`) leaves the encoder or the decoder (with its
+    pointer-generator) at ``model``'s own random initialisation. The token table, shared by encoder,
+    decoder and output layer, comes from the checkpoint either way (this project's choice: it belongs to
+    neither side alone).
     """
     state = checkpoint_utils.load_checkpoint_to_cpu(path)["model"]
     own = model.state_dict()
@@ -60,6 +74,20 @@ def load_palm_weights(model, path: str) -> None:
             del state[key]
         if dropped:
             logger.info("not loading %s: %d tensors under %s", part, len(dropped), prefix)
+    if ablation is not None:
+        if ablation not in ABLATED_PART:
+            raise ValueError(f"unknown ablation {ablation!r}: expected one of {', '.join(ABLATED_PART)}")
+        shared = own[TOKEN_TABLE].data_ptr()
+        fresh = [k for k in own if k.startswith(ABLATED_PART[ablation]) and own[k].data_ptr() != shared]
+        for key in fresh:
+            state[key] = own[key]
+        logger.info(
+            "ablating %s (PALM Table 6): %d tensors keep their random initialisation: %s; the shared token "
+            "embeddings come from the checkpoint",
+            ablation,
+            len(fresh),
+            summarize(fresh),
+        )
     load_fitting_state(model, state, path)
 
 
@@ -72,16 +100,93 @@ UNILM_LAYER_PARTS = (
 UNILM_HEAD_PARTS = ("dense.weight", "dense.bias", "layer_norm.weight", "layer_norm.bias", "bias")
 
 
-def read_unilmv2_checkpoint(path: str) -> Tuple[Dict[str, Tensor], float]:
-    """The weights of a ``unilmv2`` checkpoint (``scripts/convert_hf_checkpoint.py``, or pre-trained here) and
-    its LayerNorm epsilon (the unilmv2 default when the checkpoint has no config)."""
-    checkpoint = checkpoint_utils.load_checkpoint_to_cpu(path)
+def _model_option(checkpoint: Dict[str, Any], name: str) -> Optional[Any]:
+    """Option ``name`` of the model config saved in ``checkpoint`` (None when it has no config)."""
     cfg = checkpoint.get("cfg") or {}
     model_cfg = cfg.get("model") if hasattr(cfg, "get") else None
-    eps = getattr(model_cfg, "layernorm_eps", None) if model_cfg is not None else None
-    if eps is None and isinstance(model_cfg, dict):
-        eps = model_cfg.get("layernorm_eps")
-    return checkpoint["model"], float(eps if eps is not None else UniLMv2Config.layernorm_eps)
+    if model_cfg is None:
+        return None
+    if isinstance(model_cfg, dict):
+        return model_cfg.get(name)
+    return getattr(model_cfg, name, None)
+
+
+def _layernorm_eps(checkpoint: Dict[str, Any]) -> float:
+    """A ``unilmv2`` checkpoint's LayerNorm epsilon (the unilmv2 default when it has no config)."""
+    eps = _model_option(checkpoint, "layernorm_eps")
+    return float(eps if eps is not None else UniLMv2Config.layernorm_eps)
+
+
+def read_unilmv2_checkpoint(path: str) -> Tuple[Dict[str, Tensor], float]:
+    """The weights of a ``unilmv2`` checkpoint (``scripts/convert_hf_checkpoint.py``, or pre-trained here) and
+    its LayerNorm epsilon."""
+    checkpoint = checkpoint_utils.load_checkpoint_to_cpu(path)
+    return checkpoint["model"], _layernorm_eps(checkpoint)
+
+
+def set_model_option(cfg, key: str, value) -> None:
+    """Set a model option on an argparse namespace or an omegaconf config."""
+    if OmegaConf.is_config(cfg):
+        with open_dict(cfg):
+            setattr(cfg, key, value)
+    else:
+        setattr(cfg, key, value)
+
+
+DICT_FILE = "dict.txt"  # what scripts/convert_hf_checkpoint.py writes beside model.pt
+
+
+def check_unilmv2_dictionary(path: str, dictionary) -> None:
+    """When ``path``'s folder holds a ``dict.txt`` (a converted checkpoint does), it must be ``dictionary``.
+
+    The token table's size is checked in any case; this also catches a different vocabulary of the same size.
+    """
+    dict_path = os.path.join(os.path.dirname(os.path.abspath(path)), DICT_FILE)
+    if not os.path.isfile(dict_path):
+        logger.info("no %s beside %s: only the vocabulary size is checked", DICT_FILE, path)
+        return
+    theirs = load_dictionary_with_mask(dict_path).symbols
+    ours = dictionary.symbols
+    if theirs != ours:
+        first = next((i for i, (a, b) in enumerate(zip(theirs, ours)) if a != b), min(len(theirs), len(ours)))
+        raise ValueError(
+            f"{dict_path} ({len(theirs)} symbols) is not the task's dictionary ({len(ours)} symbols): id "
+            f"{first} is {_symbol(theirs, first)} there but {_symbol(ours, first)} here; binarize the data "
+            f"with fairseq-preprocess --srcdict {dict_path}"
+        )
+
+
+def _symbol(symbols, i: int) -> str:
+    return repr(symbols[i]) if i < len(symbols) else "past the end"
+
+
+def build_with_unilmv2_encoder(build: Callable[[Any], Any], cfg, path: str, dictionary):
+    """``build(cfg)`` a ``palm`` model whose encoder starts from the ``unilmv2`` checkpoint ``path``.
+
+    The one way both PALM tasks initialise an encoder from BERT or RoBERTa (PALM §3.1: "initialized by the
+    pre-trained RoBERTa"), converted by ``scripts/convert_hf_checkpoint.py``: ``cfg`` takes the checkpoint's
+    LayerNorm epsilon (``encoder_layernorm_eps``) before the model is built; the vocabulary
+    (:func:`check_unilmv2_dictionary`), the head count and every shape must fit, or a clear error names the
+    mismatch; then :func:`load_unilmv2_encoder` copies the weights. The decoder keeps the initialisation
+    ``build`` gave it, apart from the token table it shares with the encoder.
+    """
+    checkpoint = checkpoint_utils.load_checkpoint_to_cpu(path)
+    set_model_option(cfg, "encoder_layernorm_eps", _layernorm_eps(checkpoint))
+    check_unilmv2_dictionary(path, dictionary)
+    model = build(cfg)
+    heads = _model_option(checkpoint, "encoder_attention_heads")
+    own_heads = model.encoder.layers[0].self_attn.num_heads if len(model.encoder.layers) else None
+    if heads is not None and own_heads is not None and int(heads) != own_heads:
+        raise ValueError(
+            f"{path} has {heads} attention heads per layer but the encoder has {own_heads}: use "
+            f"--encoder-attention-heads {heads}"
+        )
+    load_unilmv2_encoder(model, checkpoint["model"], path)
+    own = model.state_dict()
+    shared = own[TOKEN_TABLE].data_ptr()
+    fresh = [k for k in own if k.startswith("decoder.") and own[k].data_ptr() != shared]
+    logger.info("  the decoder keeps its fresh initialisation: %d tensors: %s", len(fresh), summarize(fresh))
+    return model
 
 
 def load_unilmv2_encoder(model, state: Dict[str, Tensor], path: str) -> None:

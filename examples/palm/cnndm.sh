@@ -25,7 +25,8 @@
 #   CLIP_NORM=1.0        gradient-norm clipping (this project's choice, as pretrain_base.sh: PALM names none)
 #   SAVE_INTERVAL=4000   checkpoint every N updates (this project's choice: bookkeeping only)
 #   BEAM=5               beam size (PALM §3.3 for MARCO; §3.4 names none for summarization)
-#   LENPEN=0.95          length penalty, fairseq's form (this project's choice: PALM names none)
+#   LENPEN=0.95          length penalty, GNMT form (LENPEN_STYLE) (this project's choice: PALM names none;
+#                        the authors' released CNN/DailyMail script decodes with 0.95 in this form)
 #   NO_REPEAT_NGRAM=3    trigram blocking (this project's choice: PALM names none; UniLM v1 §3.1 blocks
 #                        trigrams on CNN/DailyMail)
 #   MIN_LEN=40           minimum generated tokens (this project's choice: PALM names none)

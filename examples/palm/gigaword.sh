@@ -27,7 +27,7 @@
 #   CLIP_NORM=1.0        gradient-norm clipping (this project's choice, as pretrain_base.sh: PALM names none)
 #   SAVE_INTERVAL=5000   checkpoint every N updates (this project's choice: bookkeeping only)
 #   BEAM=5               beam size (PALM §3.3 for MARCO; §3.4 names none for summarization)
-#   LENPEN=1.0           length penalty, fairseq's form (this project's choice: PALM names none)
+#   LENPEN=1.0           length penalty, GNMT form (LENPEN_STYLE) (this project's choice: PALM names none)
 #   NO_REPEAT_NGRAM=3    trigram blocking (this project's choice: PALM names none; UniLM v1 §3.1 blocks
 #                        trigrams on Gigaword)
 #   MIN_LEN=1            minimum generated tokens (this project's choice: PALM names none)

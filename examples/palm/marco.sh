@@ -29,7 +29,7 @@
 #   CLIP_NORM=1.0        gradient-norm clipping (this project's choice, as pretrain_base.sh: PALM names none)
 #   SAVE_INTERVAL=2000   checkpoint every N updates (this project's choice: bookkeeping only)
 #   BEAM=5               beam size (PALM §3.3)
-#   LENPEN=1.0           length penalty, fairseq's form (this project's choice: PALM names none)
+#   LENPEN=1.0           length penalty, GNMT form (LENPEN_STYLE) (this project's choice: PALM names none)
 #   NO_REPEAT_NGRAM=3    trigram blocking (this project's choice: PALM names none)
 #   MIN_LEN=1            minimum generated tokens (this project's choice: PALM names none)
 #   MAX_LEN_B=64         maximum generated tokens (this project's choice: PALM names none)

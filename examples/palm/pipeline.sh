@@ -18,6 +18,8 @@
 #   VOCAB       spm.model or vocab.txt [$(dirname PRETRAINED)/spm.model or .../vocab.txt]
 #   ARCH        palm_base, palm_large or palm_tiny [palm_base]
 #   NO_COPY     1: ablate the pointer (--no-copy, the paper's Table 6 ablation) [0]
+#   ABLATION    autoencoding or autoregression: Table 6's other ablations of PRETRAINED, the encoder or the
+#               decoder left at random initialisation (--pretrained-ablation, PALM §3.7) [none]
 #   GPUS        GPUs fairseq-train uses [all visible]; --update-freq = TOTAL_BATCH / (GPUS * BATCH_PER_GPU)
 #   FP16        1: train and decode with --fp16 (needs CUDA) [1]
 #   SEED        random seed [1]
@@ -29,6 +31,10 @@
 # Hyperparameters every recipe shares (the recipes set the rest; docs/recipes.md lists every value beside
 # the paper's):
 #   ADAM_EPS=1e-8        Adam epsilon (this project's choice, as pretrain_base.sh: PALM names none)
+#   LENPEN_STYLE=gnmt    length penalty form: gnmt divides a hypothesis' score by ((5 + len) / 6) ** LENPEN,
+#                        fairseq by len ** LENPEN (this project's choice: PALM names no length penalty; GNMT's
+#                        is the one UniLMv2 Appendix D names for the other recipes, and the one the authors'
+#                        released PALM code decodes CNN/DailyMail with, alpha 0.95)
 # Fixed in the fairseq-train command below: Adam betas (0.9, 0.999) (this project's choice: PALM names none)
 # and a linear schedule, linear warm-up then linear decay to 0 (--lr-scheduler polynomial_decay): PALM §3.3
 # keeps the pre-training settings for fine-tuning, and §3.1 pre-trains with linear warm-up and decay.
@@ -63,7 +69,9 @@ palm_main() {
   local model_dir
   model_dir=$(dirname "${PRETRAINED:-.}")
   : "${DICT:=$model_dir/dict.txt}" "${TOKENIZER:=spm}" "${ARCH:=palm_base}" "${NO_COPY:=0}"
+  : "${ABLATION:=none}"
   : "${FP16:=1}" "${SEED:=1}" "${WORKERS:=8}" "${ADAM_EPS:=1e-8}"
+  : "${LENPEN_STYLE:=gnmt}"
   case $TOKENIZER in
     spm) : "${VOCAB:=$model_dir/spm.model}" ;;
     wordpiece) : "${VOCAB:=$model_dir/vocab.txt}" ;;
@@ -113,6 +121,7 @@ palm_main() {
     fi
     local train_flags=("${model_flags[@]}")
     if [ -n "$PRETRAINED" ]; then train_flags+=(--pretrained-checkpoint "$PRETRAINED"); fi
+    if [ "$ABLATION" != none ]; then train_flags+=(--pretrained-ablation "$ABLATION"); fi
     if [ "$FP16" = 1 ]; then train_flags+=(--fp16); fi
     echo "training: $steps updates ($WARMUP warm-up) of $TOTAL_BATCH examples" \
       "= $GPUS GPUs x $BATCH_PER_GPU x update-freq $(( TOTAL_BATCH / per_step ))" >&2
@@ -137,7 +146,8 @@ palm_main() {
     fairseq-generate "$bin" --user-dir "$user_dir" --task palm_seq2seq \
       --path "${CKPT:-$save/checkpoint_best.pt}" --max-source-positions "$MAX_SRC" \
       --max-target-positions "$MAX_TGT" --truncate-source --gen-subset test --batch-size "$GEN_BATCH" \
-      --beam "$BEAM" --lenpen "$LENPEN" --no-repeat-ngram-size "$NO_REPEAT_NGRAM" --min-len "$MIN_LEN" \
+      --beam "$BEAM" --lenpen "$LENPEN" --lenpen-style "$LENPEN_STYLE" \
+      --no-repeat-ngram-size "$NO_REPEAT_NGRAM" --min-len "$MIN_LEN" \
       --max-len-a 0 --max-len-b "$MAX_LEN_B" --required-batch-size-multiple 1 --scoring rouge \
       ${gen_flags[@]+"${gen_flags[@]}"} > "$gen"
   fi

@@ -21,7 +21,8 @@ class PALMCriterionConfig(FairseqDataclass):
 @register_criterion("palm", dataclass=PALMCriterionConfig)
 class PALMCriterion(FairseqCriterion):
     """Stage 1: MLM loss per masked context token. Stage 2: continuation loss per target token
-    under the pointer-generator distribution, plus ``--mlm-weight`` times the MLM loss per masked token.
+    under the pointer-generator distribution, PALM §2.2's stage-2 objective; with ``--mlm-weight`` > 0
+    (this project's choice) plus that weight times the MLM loss per masked token.
 
     Needs the ``palm_pretrain`` task (its ``stage`` and ``mlm_weight``). Logs, in
     base 2: ``loss`` (what is optimised), ``mlm_loss`` (with ``mlm_ppl``) and, in

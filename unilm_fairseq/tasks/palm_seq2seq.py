@@ -1,17 +1,18 @@
 """Task ``palm_seq2seq``: fine-tune and decode ``palm`` on fairseq language-pair data."""
 
+import functools
 import logging
 from dataclasses import dataclass, field
 from typing import Optional
 
 import numpy as np
+from fairseq.dataclass import ChoiceEnum
 from fairseq.tasks import register_task
 from fairseq.tasks.translation import TranslationConfig, TranslationTask
-from omegaconf import OmegaConf, open_dict
 
 from ..data.dictionary import load_dictionary_with_mask
 from ..data.skip_indices_dataset import SkipIndicesDataset
-from ..pretrained_palm import load_palm_weights, load_unilmv2_encoder, read_unilmv2_checkpoint
+from ..pretrained_palm import ABLATED_PART, build_with_unilmv2_encoder, load_palm_weights, set_model_option
 from .decoding_conventions import DecodingConventionsConfig, DecodingConventionsTask
 
 logger = logging.getLogger(__name__)
@@ -24,6 +25,14 @@ class PALMSeq2SeqConfig(TranslationConfig, DecodingConventionsConfig):
         metadata={
             "help": "initialise from this palm pre-training checkpoint (same dict.txt); the encoder MLM "
             "head is not loaded"
+        },
+    )
+    pretrained_ablation: ChoiceEnum(["none", *ABLATED_PART]) = field(
+        default="none",
+        metadata={
+            "help": "PALM Table 6's ablations of --pretrained-checkpoint, as §3.7 defines them by random "
+            "initialisation: autoencoding leaves the encoder freshly initialised, autoregression the decoder "
+            "(with its pointer-generator); the token table shared by both is loaded either way"
         },
     )
     pretrained_encoder: Optional[str] = field(
@@ -80,23 +89,15 @@ class PALMSeq2SeqTask(DecodingConventionsTask, TranslationTask):
             return super().build_model(cfg, from_checkpoint)
         if self.cfg.pretrained_checkpoint and self.cfg.pretrained_encoder:
             raise ValueError("give --pretrained-checkpoint (a palm model) or --pretrained-encoder, not both")
-        _set(cfg, "no_encoder_mlm_head", True)  # fine-tuning trains no MLM loss: an unused head stalls DDP
-        encoder_state = None
+        ablation = str(self.cfg.pretrained_ablation)
+        if ablation != "none" and not self.cfg.pretrained_checkpoint:
+            raise ValueError(f"--pretrained-ablation {ablation} ablates a --pretrained-checkpoint: give one")
+        # fine-tuning trains no MLM loss: an unused head stalls DDP
+        set_model_option(cfg, "no_encoder_mlm_head", True)
+        build = functools.partial(super().build_model, from_checkpoint=from_checkpoint)
         if self.cfg.pretrained_encoder:
-            encoder_state, eps = read_unilmv2_checkpoint(self.cfg.pretrained_encoder)
-            _set(cfg, "encoder_layernorm_eps", eps)
-        model = super().build_model(cfg, from_checkpoint)
+            return build_with_unilmv2_encoder(build, cfg, self.cfg.pretrained_encoder, self.source_dictionary)
+        model = build(cfg)
         if self.cfg.pretrained_checkpoint:
-            load_palm_weights(model, self.cfg.pretrained_checkpoint)
-        if encoder_state is not None:
-            load_unilmv2_encoder(model, encoder_state, self.cfg.pretrained_encoder)
+            load_palm_weights(model, self.cfg.pretrained_checkpoint, None if ablation == "none" else ablation)
         return model
-
-
-def _set(cfg, key, value):
-    """Set a model option on an argparse namespace or an omegaconf config."""
-    if OmegaConf.is_config(cfg):
-        with open_dict(cfg):
-            setattr(cfg, key, value)
-    else:
-        setattr(cfg, key, value)
