@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 import torch
 import torch.nn.functional as F
+from fairseq import utils
 from fairseq.data import data_utils
 
 from unilm_fairseq import seq2seq_layout
@@ -251,6 +252,18 @@ def cached_and_recomputed(method, batch=None, **options):
     recomputed = generate(model, batch, incremental=False, **options)
     assert_same_hypotheses(cached, recomputed)
     return cached
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
+@pytest.mark.parametrize("method", seq2seq_layout.METHODS)
+def test_cached_decoding_equals_recompute_on_cuda(method):
+    # the recomputing decoder lays examples out on the CPU and moves them: it once mixed devices on CUDA
+    model = decoding_model(method).cuda()
+    batch = utils.move_to_cuda(collate(pairs_dataset(method)))
+    cached = generate(model, batch, incremental=True, beam=4)
+    assert_same_hypotheses(cached, generate(model, batch, incremental=False, beam=4))
+    on_cpu = generate(model.cpu(), utils.move_to_cpu(batch), incremental=True, beam=4)
+    assert [hyps[0]["tokens"].tolist() for hyps in cached] == [hyps[0]["tokens"].tolist() for hyps in on_cpu]
 
 
 @pytest.mark.parametrize("beam", [1, 4])

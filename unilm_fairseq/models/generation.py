@@ -275,12 +275,13 @@ class UniLMIncrementalDecoder(FairseqIncrementalDecoder):
         pad = self.dictionary.pad()
         src_tokens = encoder_out["src_tokens"][0]
         examples = []
-        for source, generated in zip(src_tokens, tokens[:, 1:]):
+        # laid out on the CPU, as the training data is, then moved to the decoding device in one go
+        for source, generated in zip(src_tokens.cpu(), tokens[:, 1:].cpu()):
             source = source[source.ne(pad)]
             # the last slot is the token being predicted: a mask token input, or (causal) not fed;
             # causal feeds the source's [EOS] as the start token (seq2seq_layout.build_example)
             target = torch.cat([generated, generated.new_full((1,), self.mask_idx)])
-            predict = torch.zeros(len(target), dtype=torch.bool, device=target.device)
+            predict = torch.zeros(len(target), dtype=torch.bool)
             predict[-1] = True
             method = "causal" if self.method == "causal" else "masked"
             if method == "causal":
