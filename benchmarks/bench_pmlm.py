@@ -145,6 +145,7 @@ def naive_step_items(item: Dict, pad: int) -> List[Dict]:
         sample["target"] = sample["target"].masked_fill(sample["kind"].eq(CONTEXT), pad)
         sample["id"] = item["id"]
         sample["num_masked"] = int(sample["kind"].eq(PSEUDO).sum())
+        sample["num_par_skipped"] = 0
         out.append(sample)
     return out
 

@@ -14,7 +14,10 @@ Input layouts (``--input`` is a directory; nothing is downloaded):
   Source: RESTBODY; target: FIRST-SENTENCE.
 - gigaword: ``{split}.src.txt``/``{split}.tgt.txt`` or ``{split}.article.txt``/``{split}.title.txt``.
 - squad_qg: ``{split}.json`` / ``train-v1.1.json`` / ``dev-v1.1.json`` (SQuAD v1.1): source
-  "answer [SEP] passage", target the question; or ``{split}.pa.txt``/``{split}.q.txt`` line files.
+  "answer [SEP] passage" (``--qg-order``), target the question; or ``{split}.pa.txt``/``{split}.q.txt``
+  line files ("passage [SEP] answer", kept in their order). A source over ``--max-source-tokens`` keeps
+  the answer whole and a window of the passage around it (UniLM v1 §3.3; placement:
+  ``unilm_fairseq/data/qg_windows.py``), unless ``--qg-window head``.
 
 ``valid`` also matches files named ``validation``, ``val`` or ``dev``. Tokens are written separated by
 spaces: sentencepiece pieces (``--spm-model``), BERT WordPiece (``--wordpiece-vocab``), or the text's own
@@ -28,6 +31,7 @@ import sys
 from collections import Counter
 
 from unilm_fairseq.data import seq2seq_sources as sources
+from unilm_fairseq.data.qg_windows import AnswerWindow
 
 logger = logging.getLogger("prepare_seq2seq_data")
 NO_SEPARATOR = ("", "none")
@@ -51,6 +55,26 @@ def read_split(args, split, stats):
     if args.format == "gigaword":
         return sources.read_gigaword(args.input, split, args.unk_token)
     return sources.read_squad_qg(args.input, split, args.qg_order == "answer_passage", stats)
+
+
+def log_windows(split, stats):
+    """The answer-window counts of a QG split; a warning for what could not be placed around the answer."""
+    logger.info(
+        "%s: QG sources over the limit: %d cut to a passage window around the answer, %d of them away from "
+        "the passage start; %d answers found by searching their text",
+        split,
+        stats["qg_window"],
+        stats["qg_window_moved"],
+        stats["qg_answer_searched"],
+    )
+    problems = {
+        "qg_answer_not_found": "answers not found in their passage (over the limit: the passage head kept)",
+        "qg_answer_too_long": "answers too long to leave room for the passage (source truncated plainly)",
+        "qg_unsplit": "line sources without the separator (truncated plainly)",
+    }
+    for key, what in problems.items():
+        if stats[key]:
+            logger.warning("%s: %d %s", split, stats[key], what)
 
 
 def write_pairs(lines, prefix):
@@ -96,7 +120,14 @@ def parse_args(argv=None):
         "--qg-order",
         choices=["answer_passage", "passage_answer"],
         default="answer_passage",
-        help="squad_qg: answer first keeps it whole when a long passage is truncated",
+        help="squad_qg: answer first, or passage first (UniLM v1 §3.3)",
+    )
+    parser.add_argument(
+        "--qg-window",
+        choices=["answer", "head"],
+        default="answer",
+        help="squad_qg, a source over --max-source-tokens: keep the answer whole and a passage window "
+        "around it (UniLM v1 §3.3), or truncate the end of the joined source (head)",
     )
     parser.add_argument("--unk-token", help="gigaword: replace the released UNK with this ([UNK], <unk>)")
     tokenizer = parser.add_mutually_exclusive_group()
@@ -133,6 +164,9 @@ def main(argv=None):
     os.makedirs(args.output, exist_ok=True)
     for split in args.splits:
         stats = Counter()
+        fit_source = None
+        if args.format == "squad_qg" and args.qg_window == "answer":
+            fit_source = AnswerWindow(tokenize, source_separator, args.qg_order == "answer_passage", stats)
         lines = sources.format_pairs(
             read_split(args, split, stats),
             tokenize,
@@ -141,6 +175,7 @@ def main(argv=None):
             args.max_source_tokens,
             args.max_target_tokens,
             stats,
+            fit_source,
         )
         prefix = os.path.join(args.output, split)
         try:
@@ -165,6 +200,8 @@ def main(argv=None):
         )
         if stats["answer_offset_mismatch"]:
             logger.warning("%s: %d answers not at their answer_start", split, stats["answer_offset_mismatch"])
+        if fit_source is not None:
+            log_windows(split, stats)
         if not stats["written"]:
             raise SystemExit(f"{split}: no examples written from {args.input}")
 

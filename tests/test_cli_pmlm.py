@@ -91,6 +91,23 @@ def test_ablations(data_bin, tmp_path, flags, present, absent):
         assert key not in record
 
 
+def test_par_skip_unchanged(data_bin, tmp_path):
+    out = run_cli(["fairseq-train", str(data_bin / "bin"), *TRAIN_COMMON, "--cpu", "--max-update", "10",
+                   "--save-dir", str(tmp_path), "--no-save", "--par-skip-unchanged"])  # fmt: skip
+    records = train_records(out.stderr + out.stdout)
+    assert [r["num_updates"] for r in records] == [5, 10]
+    for r in records:
+        assert r["ae_loss"] > 0 and r["par_loss"] > 0
+        # about 10% of the masked tokens stay unchanged (--leave-unmasked-prob 0.1), of ~300 per record
+        assert 0.03 < r["par_skipped"] < 0.2
+        assert r["loss"] == pytest.approx(r["ae_loss"] + r["par_loss"] * (1 - r["par_skipped"]), abs=0.01)
+    # the option needs both objectives: a clear error, not a silent no-op
+    bad = run_cli(["fairseq-train", str(data_bin / "bin"), *TRAIN_COMMON, "--cpu", "--max-update", "1",
+                   "--save-dir", str(tmp_path), "--no-save", "--par-skip-unchanged", "--objectives", "par"],
+                  check=False)  # fmt: skip
+    assert bad.returncode != 0 and "par_skip_unchanged needs both the AE and PAR objectives" in bad.stderr
+
+
 def test_two_process_cpu_train_and_resume(data_bin, tmp_path):
     launcher = os.path.join(REPO, "scripts", "train_distributed_cpu.py")
     torchrun = ["torchrun", "--standalone", "--nproc_per_node", "2", launcher, str(data_bin / "bin"),

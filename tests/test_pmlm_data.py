@@ -392,3 +392,104 @@ def test_collated_attention_mask_follows_pmlm_rules(pmlm):
         for q in pseudo.nonzero().flatten().tolist():
             same_position = original & (pos == pos[q])
             assert not v[q, :n][same_position].any()
+
+
+# ---------------------------------------------------------------- --par-skip-unchanged
+
+
+def par_targets(item):
+    """Positions of the [P] tokens that carry a PAR target, in layout order."""
+    _, pseudo, _ = split_item(item)
+    return item["positions"][pseudo & (item["target"] != PAD)].tolist()
+
+
+def test_par_skip_unchanged_hand_checked_example():
+    """One seeded pair, read by hand: the masked positions whose context shows the original lose
+    their PAR target, and nothing else changes.
+
+    Pair ``<s> w0 .. w11 </s> w12 .. w23 </s>`` (position p holds w(p-1) in S1, w(p-2) in S2).
+    Steps: ``M_1 = {21}``, ``M_2 = {1..6}``, ``M_3 = {9..12}``. Context at the masked positions:
+    1, 2, 5, 6, 9, 12 ``[M]``; 3 ``w2`` and 21 ``w19`` (their originals, left unchanged);
+    4 ``w26``, 10 ``w2``, 11 ``w38`` (random tokens that are not the originals w3, w9, w10).
+    """
+    block = [*W[:12], EOS, *W[12:24], EOS]
+    pairs = SegmentPairDataset(FakeBlocks([block]), DICT, max_length=64, seed=5)
+    args = dict(mask_prob=0.3, leave_unmasked_prob=0.3, random_token_prob=0.2)
+    plain = PMLMDataset(pairs, DICT, MASK, seed=5, **args)[0]
+    skip = PMLMDataset(pairs, DICT, MASK, seed=5, par_skip_unchanged=True, **args)[0]
+    assert {s: p for s, (p, _) in step_blocks(skip).items()} == {
+        1: [21],
+        2: [1, 2, 3, 4, 5, 6],
+        3: [9, 10, 11, 12],
+    }
+    masked = [1, 2, 3, 4, 5, 6, 9, 10, 11, 12, 21]
+    context = {1: MASK, 2: MASK, 3: W[2], 4: W[26], 5: MASK, 6: MASK}
+    context.update({9: MASK, 10: W[2], 11: W[38], 12: MASK, 21: W[19]})
+    assert {p: int(skip["source"][p]) for p in masked} == context
+    assert par_targets(plain) == [21, 1, 2, 3, 4, 5, 6, 9, 10, 11, 12]
+    assert par_targets(skip) == [1, 2, 4, 5, 6, 9, 10, 11, 12]  # 21 and 3 are gone
+    assert (plain["num_par_skipped"], skip["num_par_skipped"]) == (0, 2)
+    # the layout, the inputs and the AE targets are those of the default
+    for key in ("source", "positions", "segments", "kind", "step"):
+        assert torch.equal(plain[key], skip[key]), key
+    n = len(pairs[0]["tokens"])
+    assert torch.equal(plain["target"][:n], skip["target"][:n])
+
+
+def test_par_skip_unchanged_removes_exactly_the_shown_originals():
+    pairs, plain = make_pmlm(num_items=60)
+    _, skip = make_pmlm(num_items=60, par_skip_unchanged=True)
+    total_skipped = total_random = 0
+    for i in range(len(plain)):
+        a, b = plain[i], skip[i]
+        tokens = pairs[i]["tokens"]
+        n = len(tokens)
+        for key in ("source", "positions", "segments", "kind", "step"):
+            assert torch.equal(a[key], b[key]), key
+        assert torch.equal(a["target"][:n], b["target"][:n])  # AE untouched
+        _, pseudo, original = split_item(b)
+        positions = b["positions"][pseudo]
+        shown = b["source"][positions] == tokens[positions]  # the context shows the original
+        assert torch.equal(b["target"][pseudo], torch.where(shown, PAD, tokens[positions]))
+        assert b["target"][original].eq(PAD).all()
+        assert b["num_par_skipped"] == int(shown.sum())
+        random = (b["source"][positions] != MASK) & ~shown
+        total_skipped += int(shown.sum())
+        total_random += int(random.sum())
+        assert torch.equal(b["target"][pseudo][random], tokens[positions][random])  # random: still PAR
+    assert total_skipped > 0 and total_random > 0
+
+
+def test_par_skip_unchanged_covers_random_draws_of_the_original():
+    # random replacement only, from the 40 words: about 1 draw in 40 gives the original back
+    pairs, data = make_pmlm(
+        num_items=100, leave_unmasked_prob=0.0, random_token_prob=1.0, par_skip_unchanged=True
+    )
+    skipped = kept = 0
+    for i in range(len(data)):
+        item, tokens = data[i], pairs[i]["tokens"]
+        _, pseudo, _ = split_item(item)
+        positions = item["positions"][pseudo]
+        drawn_back = item["source"][positions] == tokens[positions]
+        assert item["target"][pseudo][drawn_back].eq(PAD).all()
+        assert item["target"][pseudo][~drawn_back].ne(PAD).all()
+        skipped += int(drawn_back.sum())
+        kept += int((~drawn_back).sum())
+    assert skipped > 0 and kept > 10 * skipped
+
+
+@pytest.mark.parametrize("objectives", [dict(ae=False), dict(par=False)])
+def test_par_skip_unchanged_needs_both_objectives(objectives):
+    with pytest.raises(ValueError, match="par_skip_unchanged needs both"):
+        make_pmlm(num_items=2, par_skip_unchanged=True, **objectives)
+
+
+def test_par_skip_unchanged_collated_counts():
+    _, data = make_pmlm(num_items=40, par_skip_unchanged=True)
+    samples = [data[i] for i in range(40)]
+    batch = data.collater(samples)
+    skipped = sum(s["num_par_skipped"] for s in samples)
+    assert batch["num_par_skipped"] == skipped > 0
+    assert int(batch["ae_mask"].sum()) == batch["num_masked"]
+    assert int(batch["par_mask"].sum()) == batch["num_masked"] - skipped
+    assert torch.equal(batch["net_input"]["masked_tokens"], batch["ae_mask"] | batch["par_mask"])

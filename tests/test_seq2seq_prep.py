@@ -364,7 +364,7 @@ def test_wordpiece_cli_on_squad_line_files(tmp_path):
 def test_squad_json_cli_answer_first(tmp_path):
     out = tmp_path / "qg"
     prepare("--format", "squad_qg", "--input", f"{FIXTURES}/squad", "--output", out, "--splits", "train",
-            "--max-source-tokens", 6)  # fmt: skip
+            "--max-source-tokens", 6, "--qg-window", "head")  # fmt: skip
     sources_, targets = read(out, "train")
     # the answer comes first, so truncating a long passage keeps it
     assert sources_ == [
@@ -374,6 +374,15 @@ def test_squad_json_cli_answer_first(tmp_path):
         "the keepers [SEP] Each summer the",
     ]
     assert targets[3] == "Whom does the summer festival honour?"
+    # by default the passage keeps a window around the answer (tests/test_qg_windows.py)
+    prepare("--format", "squad_qg", "--input", f"{FIXTURES}/squad", "--output", out, "--splits", "train",
+            "--max-source-tokens", 6)  # fmt: skip
+    assert read(out, "train")[0] == [
+        "1874 [SEP] built in 1874 to",
+        "oil [SEP] lamp burned oil until",
+        "120 [SEP] climb the 120 steps",
+        "the keepers [SEP] of the keepers.",
+    ]
 
 
 # --------------------------------------------------------------------------------------------- sentencepiece

@@ -34,10 +34,11 @@
 #   SAVE_INTERVAL=2000   checkpoint every N updates (this project's choice: bookkeeping only)
 #   QG_SEP=[SEP]         token between passage and answer (this project's choice: BERT's separator, which
 #                        the model's dictionary has)
-#   QG_ORDER=passage_answer  the passage, then the answer (UniLM v1 §3.3; UniLMv2 §4.5 too). A source
-#                        longer than MAX_SRC loses its end, the answer included; §3.3 instead keeps a
-#                        passage chunk that holds the answer, which the prepare step does not do:
-#                        answer_passage keeps the answer whole
+#   QG_ORDER=passage_answer  the passage, then the answer (UniLM v1 §3.3; UniLMv2 §4.5 too)
+#   QG_WINDOW=answer     a source longer than MAX_SRC keeps the answer whole and a passage chunk that holds
+#                        it (UniLM v1 §3.3); where the chunk sits is this project's choice: whole sentences
+#                        around the answer, grown on the shorter side (unilm_fairseq/data/qg_windows.py).
+#                        head: cut the end of the source instead, the answer included with passage_answer
 #   BEAM=8               beam size (UniLMv2 Table 10; s2s-ft Table 8 too)
 #   LENPEN=1.3           length penalty, GNMT form (LENPEN_STYLE) (UniLMv2 Table 10; s2s-ft Table 8 too)
 #   NO_REPEAT_NGRAM=0    no n-gram blocking (this project's choice: the papers name none for QG)
@@ -51,10 +52,10 @@ FORMAT=squad_qg
 : "${MAX_SRC:=464}" "${MAX_TGT:=48}" "${METHOD:=pseudo_masked}" "${TARGET_MASK_PROB:=0.7}"
 : "${TOTAL_BATCH:=48}" "${BATCH_PER_GPU:=12}" "${LR:=2e-5}" "${WARMUP_PERCENT:=10}" "${EPOCHS:=16}"
 : "${LABEL_SMOOTHING:=0.1}" "${WEIGHT_DECAY:=0.01}" "${SAVE_INTERVAL:=2000}"
-: "${QG_SEP:=[SEP]}" "${QG_ORDER:=passage_answer}"
+: "${QG_SEP:=[SEP]}" "${QG_ORDER:=passage_answer}" "${QG_WINDOW:=answer}"
 : "${BEAM:=8}" "${LENPEN:=1.3}" "${NO_REPEAT_NGRAM:=0}" "${NGRAM_EXEMPT=}" "${MIN_LEN:=5}"
 : "${MAX_LEN_B:=48}" "${GEN_BATCH:=16}" "${METRICS:=bleu,meteor,rouge}"
-TASK_PREP=(--qg-separator "$QG_SEP" --qg-order "$QG_ORDER")
+TASK_PREP=(--qg-separator "$QG_SEP" --qg-order "$QG_ORDER" --qg-window "$QG_WINDOW")
 # shellcheck source=pipeline.sh
 source "$(dirname "${BASH_SOURCE[0]}")/pipeline.sh"
 s2s_ft_main "$@"

@@ -23,6 +23,15 @@ class AEPARCriterion(FairseqCriterion):
     is the per-token AE loss plus the per-token PAR loss (each objective
     predicts every masked token once). ``ae_loss`` and ``par_loss`` are logged
     per predicted token, in base 2 like fairseq's other losses.
+
+    With the task's ``--par-skip-unchanged`` the PAR loss leaves out the masked
+    tokens whose original stays in the context. Every masked token is still in
+    the loss through AE, so ``sample_size`` stays the number of masked tokens:
+    the remaining PAR terms keep the weight they have without the option (this
+    project's choice; dividing PAR by its own count would up-weight them by
+    masked / PAR tokens). Then ``loss = ae_loss + par_loss * par_tokens /
+    sample_size``, and ``par_skipped`` logs the fraction of masked tokens left
+    out of PAR.
     """
 
     def __init__(self, task, label_smoothing: float = 0.0):
@@ -36,6 +45,7 @@ class AEPARCriterion(FairseqCriterion):
         is_ae = sample["ae_mask"][predicted]
         loss, nll = token_losses(logits, target, self.label_smoothing)
         ae_loss, par_loss = loss[is_ae].sum(), loss[~is_ae].sum()
+        # AE is on whenever PAR targets are skipped, so every masked token is in the loss
         sample_size = sample["num_masked"]
         logging_output = {
             "loss": (ae_loss + par_loss).data,
@@ -44,6 +54,7 @@ class AEPARCriterion(FairseqCriterion):
             "par_loss": par_loss.data,
             "ae_tokens": int(is_ae.sum()),
             "par_tokens": int((~is_ae).sum()),
+            "par_skipped": sample["num_par_skipped"],
             "ntokens": sample["ntokens"],
             "nsentences": sample["nsentences"],
             "sample_size": sample_size,
@@ -64,6 +75,9 @@ class AEPARCriterion(FairseqCriterion):
             count = total(f"{name}_tokens")
             if count:
                 log_base2(f"{name}_loss", total(f"{name}_loss"), count)
+        skipped = total("par_skipped")
+        if skipped:
+            metrics.log_scalar("par_skipped", skipped / sample_size, sample_size, round=3)
 
     @staticmethod
     def logging_outputs_can_be_summed() -> bool:

@@ -29,6 +29,14 @@ class PMLMDataset(CompleteBatchesMixin, FairseqDataset):
     AE targets sit on the context's masked positions, PAR targets on the
     ``[P]`` tokens. With ``blockwise=False`` every masked token is its own step
     (the paper's AE+AR ablation).
+
+    With ``par_skip_unchanged`` (this project's choice, off by default: the
+    paper applies 80/10/10 and says nothing more), a masked position whose
+    context token equals its original (the "unchanged" 10%, and the rare
+    random replacement that draws the original back) keeps its ``[P]`` and its
+    AE target but gets no PAR target: every ``[P]`` sees the context, so its
+    own ``[P]`` would read the answer there. Random replacements that differ
+    from the original hide it, so they stay in the PAR loss.
     """
 
     def __init__(
@@ -46,11 +54,17 @@ class PMLMDataset(CompleteBatchesMixin, FairseqDataset):
         ae=True,
         par=True,
         blockwise=True,
+        par_skip_unchanged=False,
     ):
         super().__init__()
         self.dataset = dataset
         if not (ae or par):
             raise ValueError("at least one of the AE and PAR objectives must be on")
+        if par_skip_unchanged and not (ae and par):
+            raise ValueError(
+                "par_skip_unchanged needs both the AE and PAR objectives: only the AE corruption leaves "
+                "masked tokens unchanged in the context, and only PAR targets are skipped"
+            )
         self.pad = dictionary.pad()
         self.special = np.array([dictionary.bos(), dictionary.eos(), dictionary.pad()])
         self.mask_idx = mask_idx
@@ -59,6 +73,7 @@ class PMLMDataset(CompleteBatchesMixin, FairseqDataset):
         self.mask_args = dict(mask_prob=mask_prob, span_prob=span_prob, min_span=min_span, max_span=max_span)
         self.corrupt_args = dict(leave_unmasked_prob=leave_unmasked_prob, random_token_prob=random_token_prob)
         self.ae, self.par, self.blockwise = ae, par, blockwise
+        self.par_skip_unchanged = par_skip_unchanged
         self.random_candidates = np.array(
             [i for i in range(dictionary.nspecial, len(dictionary)) if i != mask_idx]
         )
@@ -117,6 +132,8 @@ class PMLMDataset(CompleteBatchesMixin, FairseqDataset):
             )
         else:
             context[masked] = self.mask_idx
+        # masked positions whose original token any [P] can read in the context
+        shown = masked[context[masked] == tokens[masked]] if self.par_skip_unchanged else masked[:0]
         n = len(tokens)
         parts = {
             "source": [context],
@@ -135,7 +152,8 @@ class PMLMDataset(CompleteBatchesMixin, FairseqDataset):
                     parts["source"].append(
                         np.full(len(span), self.mask_idx) if kind == PSEUDO else tokens[span]
                     )
-                    parts["target"].append(tokens[span] if kind == PSEUDO else np.full(len(span), self.pad))
+                    target = np.where(np.isin(span, shown), self.pad, tokens[span])
+                    parts["target"].append(target if kind == PSEUDO else np.full(len(span), self.pad))
                     parts["positions"].append(span)
                     parts["segments"].append(segments[span])
                     parts["kind"].append(np.full(len(span), kind))
@@ -143,6 +161,7 @@ class PMLMDataset(CompleteBatchesMixin, FairseqDataset):
         out = {k: torch.from_numpy(np.concatenate(v).astype(np.int64)) for k, v in parts.items()}
         out["id"] = index
         out["num_masked"] = len(masked)
+        out["num_par_skipped"] = len(shown)
         return out
 
     def collater(self, samples: List[Dict]):
@@ -177,6 +196,7 @@ class PMLMDataset(CompleteBatchesMixin, FairseqDataset):
             "nsentences": len(samples),
             "ntokens": sum(contexts),
             "num_masked": sum(s["num_masked"] for s in samples),
+            "num_par_skipped": sum(s["num_par_skipped"] for s in samples),
             "net_input": {
                 "tokens": stack("source", pad),
                 "segments": stack("segments", 0),

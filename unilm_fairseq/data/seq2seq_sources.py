@@ -32,15 +32,26 @@ GIGAWORD_UNK = ("UNK", "<unk>")  # how the released Gigaword files spell an unkn
 
 
 class Pair(NamedTuple):
-    """One example: source segments (QG: answer and passage) and target sentences (CNN/DM highlights)."""
+    """One example: source segments (QG: answer and passage) and target sentences (CNN/DM highlights).
+    QG from SQuAD JSON also gives ``answer_start``, the answer's character offset in the passage segment
+    (whitespace normalized), when the file's offset holds the answer."""
 
     source: Tuple[str, ...]
     target: Tuple[str, ...]
+    answer_start: Optional[int] = None
 
 
 def normalize(text: str) -> str:
     """One line of text: every run of whitespace (newlines included) becomes one space."""
     return " ".join(text.split())
+
+
+def normalized_offset(text: str, offset: int) -> int:
+    """Where ``text[offset]`` lands in ``normalize(text)`` (on a space: the next word's start)."""
+    while offset < len(text) and text[offset].isspace():
+        offset += 1
+    before = normalize(text[:offset])
+    return len(before) + bool(before and text[offset - 1].isspace())
 
 
 def url_hash(url: str) -> str:
@@ -195,7 +206,8 @@ def read_gigaword(input_dir: str, split: str, unk_token: Optional[str] = None) -
         raise FileNotFoundError(f"no Gigaword {split} files ({split}.src.txt/.tgt.txt ...) in {input_dir}")
     for pair in read_line_pairs(*paths):
         if unk_token:
-            pair = Pair(*(tuple(_replace_words(t, GIGAWORD_UNK, unk_token) for t in side) for side in pair))
+            sides = (pair.source, pair.target)
+            pair = Pair(*(tuple(_replace_words(t, GIGAWORD_UNK, unk_token) for t in side) for side in sides))
         yield pair
 
 
@@ -216,10 +228,14 @@ def read_squad(path: str, answer_first: bool = True, stats: Optional[Counter] = 
                 for qa in paragraph["qas"]:
                     answer = qa["answers"][0] if qa["answers"] else {"text": "", "answer_start": 0}
                     start = int(answer["answer_start"])
+                    offset = None
                     if context[start : start + len(answer["text"])] != answer["text"]:
                         stats["answer_offset_mismatch"] += 1
+                    else:
+                        offset = normalized_offset(context, start)
                     segments = (normalize(answer["text"]), normalize(context))
-                    yield Pair(segments if answer_first else segments[::-1], (normalize(qa["question"]),))
+                    source = segments if answer_first else segments[::-1]
+                    yield Pair(source, (normalize(qa["question"]),), offset)
     except (json.JSONDecodeError, KeyError, TypeError, ValueError) as err:
         raise ValueError(f"{path}: not a SQuAD v1.1 file ({type(err).__name__}: {err})") from err
 
@@ -389,18 +405,24 @@ def format_pairs(
     max_source_tokens: int = 0,
     max_target_tokens: int = 0,
     stats: Optional[Counter] = None,
+    fit_source: Optional[Callable[[Pair, int], Tuple[List[str], bool]]] = None,
 ) -> Iterator[Tuple[str, str]]:
     """``(source line, target line)`` for each pair: tokens joined by spaces. A pair with an empty source
-    segment or no non-empty target sentence is skipped (``skipped_empty``)."""
+    segment or no non-empty target sentence is skipped (``skipped_empty``). ``fit_source(pair, limit)``,
+    when given, makes the source tokens and says whether it cut any (QG: :class:`.qg_windows.AnswerWindow`);
+    by default the segments are joined and the end is truncated."""
     stats = Counter() if stats is None else stats
     for pair in pairs:
         sentences = [s for s in pair.target if s]
         if not sentences or not all(pair.source):
             stats["skipped_empty"] += 1
             continue
-        source = join_segments(pair.source, tokenize, source_separator)
+        if fit_source is None:
+            source = join_segments(pair.source, tokenize, source_separator)
+            source, cut_source = truncate(source, max_source_tokens, source_separator)
+        else:
+            source, cut_source = fit_source(pair, max_source_tokens)
         target = join_segments(sentences, tokenize, target_separator)
-        source, cut_source = truncate(source, max_source_tokens, source_separator)
         target, cut_target = truncate(target, max_target_tokens, target_separator)
         stats["truncated_source"] += cut_source
         stats["truncated_target"] += cut_target

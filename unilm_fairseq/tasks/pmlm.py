@@ -38,6 +38,13 @@ class PMLMConfig(TextBlocksConfig):
         default=False,
         metadata={"help": "factorize one token per step (AR) instead of one span per step (PAR)"},
     )
+    par_skip_unchanged: bool = field(
+        default=False,
+        metadata={
+            "help": "leave out of the PAR loss the masked tokens left unchanged in the context (the "
+            "--leave-unmasked-prob share), whose [P] could read them there; AE keeps them. Off: the paper"
+        },
+    )
 
 
 @register_task("pmlm", dataclass=PMLMConfig)
@@ -86,6 +93,7 @@ class PMLMTask(SharedDictionaryTask):
             ae="ae" in objectives,
             par="par" in objectives,
             blockwise=not self.cfg.no_blockwise,
+            par_skip_unchanged=self.cfg.par_skip_unchanged,
         )
         return self.datasets[split]
 
