@@ -34,7 +34,7 @@ def test_masked_fraction_mean(samples):
 
 
 def test_every_sequence_reaches_fifteen_percent(samples):
-    # Algorithm 1 stops "until |M| >= 0.15 N"; DESIGN.md: "until 15% of tokens are masked".
+    # Algorithm 1 stops "until |M| >= 0.15 N"; docs/masks.md section 5: "at least 15% ... masked".
     # round(0.15 * 507) = 76 would stop at 14.99%: the budget must round up
     n_maskable = int(maskable_positions().sum())
     covered = np.array([sum(len(s) for s in steps) for steps in samples])

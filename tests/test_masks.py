@@ -1,4 +1,4 @@
-"""Hand-checked attention masks for every layout (DESIGN.md section 5).
+"""Hand-checked attention masks for every layout (docs/masks.md sections 2-5 and 8).
 
 Every expected matrix is written out literally, one row per query and one column per key
 (1 = the query may attend the key), and was derived by hand from the rule quoted above it.

@@ -1,4 +1,6 @@
-"""Segment pairs and the PMLM example layout (DESIGN.md sections 5 and 6) on tiny fake token blocks."""
+"""Segment pairs and the PMLM example layout (docs/pretraining.md; docs/masks.md section 5) on tiny
+fake token blocks.
+"""
 
 import numpy as np
 import pytest

@@ -1,4 +1,4 @@
-"""T5-style bidirectional relative position buckets (DESIGN.md section 4) and the per-head bias table."""
+"""T5-style bidirectional relative position buckets (docs/masks.md section 7) and the per-head bias table."""
 
 import math
 

@@ -1,4 +1,4 @@
-"""s2s-ft training layout vs decoding (DESIGN.md section 4), the seq2seq data and pre-trained loading.
+"""s2s-ft training layout vs decoding (docs/masks.md section 4), the seq2seq data and pre-trained loading.
 
 Tiny models, dropout off. The decoding model has its weights scaled up (sharper, less uniform
 predictions, so beam search has no near-ties) and a bias towards [EOS] so hypotheses end at different

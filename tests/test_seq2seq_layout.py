@@ -1,4 +1,4 @@
-"""Hand-checked s2s-ft layouts (DESIGN.md sections 4-5, :mod:`unilm_fairseq.seq2seq_layout`).
+"""Hand-checked s2s-ft layouts (docs/masks.md sections 3 and 7, :mod:`unilm_fairseq.seq2seq_layout`).
 
 The example is the source "[SOS] a b [EOS]" (4 tokens, positions 0-3, segment 0) and the target
 "x y [EOS]" (target j has position 4 + j, segment 1); the causal method moves the source's [EOS] to the

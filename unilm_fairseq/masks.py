@@ -5,7 +5,7 @@ Every builder is a pure function returning a bool tensor ``visible`` of shape
 position ``q`` may attend to the token at key position ``k``. :func:`pad_masks`
 stacks per-example masks into a batch ``(B, L, L)``.
 
-The rules, in words (DESIGN.md section 5):
+The rules, in words (docs/masks.md sections 2-5, with diagrams):
 
 * bidirectional: every token sees every token.
 * left-to-right: a token sees itself and the tokens before it.

@@ -13,7 +13,7 @@
 # vocabulary and LayerNorm epsilon are checked or taken from it); without it the encoder starts random. No
 # context exceeds MAX_CONTEXT_TOKENS and no continuation MAX_CONTINUATION_TOKENS; the cut
 # falls at a sentence boundary near the 80% point only when that keeps both limits (this project's choice,
-# see README "Pairs"). Stage 1 trains the encoder alone while the model also holds a decoder, so it runs with
+# see docs/palm.md, "Pairs"). Stage 1 trains the encoder alone while the model also holds a decoder, so it runs with
 # --ddp-backend legacy_ddp (fairseq's pytorch_ddp expects every parameter to get a gradient). Stage 2 takes
 # the encoder from stage 1 and starts the decoder fresh (--stage1-checkpoint); without the MLM term its
 # encoder MLM head gets no gradient, so it runs with legacy_ddp too. Each stage runs its own warm-up and
