@@ -160,12 +160,24 @@ class UniLMTransformer(nn.Module):
             for _ in range(cfg.encoder_layers)
         )
 
-    def attention_bias(self, query_positions: Tensor, key_positions: Tensor, visible: Tensor) -> Tensor:
-        """``(B, T)``, ``(B, S)``, ``(B, T, S)`` bool -> ``(B, H or 1, T, S)`` float32."""
+    def attention_bias(
+        self,
+        query_positions: Tensor,
+        key_positions: Tensor,
+        visible: Tensor,
+        dtype: torch.dtype = torch.float32,
+    ) -> Tensor:
+        """``(B, T)``, ``(B, S)``, ``(B, T, S)`` bool -> ``(B, H or 1, T, S)`` of ``dtype``."""
         position_bias = None
         if self.rel_pos_bias is not None:
             position_bias = self.rel_pos_bias(query_positions, key_positions)
-        return build_attention_bias(visible, position_bias)
+        return build_attention_bias(visible, position_bias, dtype)
+
+    def compute_dtype(self, device: torch.device) -> torch.dtype:
+        """The dtype attention runs in: autocast's when it is on (``--amp``), else the parameters'."""
+        if torch.is_autocast_enabled(device.type):
+            return torch.get_autocast_dtype(device.type)
+        return self.embeddings.tokens.weight.dtype
 
     def forward(
         self,
@@ -194,7 +206,7 @@ class UniLMTransformer(nn.Module):
                 f"visible mask has shape {tuple(visible.shape)}, expected "
                 f"{(tokens.size(0), tokens.size(1), key_positions.size(1))}"
             )
-        attn_bias = self.attention_bias(positions, key_positions, visible)
+        attn_bias = self.attention_bias(positions, key_positions, visible, self.compute_dtype(tokens.device))
         x = self.embeddings(tokens, segments, positions)
         new_kv = []
         for i, layer in enumerate(self.layers):
