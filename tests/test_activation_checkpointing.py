@@ -17,7 +17,7 @@ from .test_cli_pmlm import TRAIN_COMMON, data_bin, train_records  # noqa: F401  
 from .test_model_properties import collate, pmlm_example
 from .test_palm_model import batch as palm_batch
 from .test_palm_model import palm_model
-from .test_seq2seq_decoding import D, EOS, WORDS, pairs_dataset, teacher_forced_logits
+from .test_seq2seq_decoding import EOS, WORDS, D, pairs_dataset, teacher_forced_logits
 from .test_seq2seq_decoding import collate as collate_pairs
 
 pytestmark = pytest.mark.usefixtures("one_thread")
@@ -157,7 +157,9 @@ def palm_layers(model):
 
 
 @pytest.mark.parametrize(
-    "options", [{"checkpoint_activations": True}, {"offload_activations": True}], ids=["checkpoint", "offload"]
+    "options",
+    [{"checkpoint_activations": True}, {"offload_activations": True}],
+    ids=["checkpoint", "offload"],
 )
 def test_palm_checkpointed_gradients_equal_plain_gradients(options, monkeypatch):
     plain, checkpointed = palm_pair(**options)

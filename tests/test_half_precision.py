@@ -21,10 +21,10 @@ from unilm_fairseq.modules.attention import BiasedSelfAttention, build_attention
 from .conftest import make_dictionary, tiny_model
 from .test_model_properties import bidirectional_example, collate, pmlm_example
 from .test_seq2seq_decoding import (
-    D,
     EOS,
     PAD,
     WORDS,
+    D,
     generate,
     pairs_dataset,
     sharpened_model,
@@ -188,7 +188,10 @@ def test_grouped_beam_attention_in_half_matches_float32_over_copied_keys(dtype):
 def model_batch(dictionary):
     """A PMLM example and a shorter bidirectional one, right-padded to 20 (padding queries see nothing)."""
     return collate(
-        [pmlm_example(dictionary, 9, [[1, 2], [6], [4]], seed=5), bidirectional_example(dictionary, 5, seed=6)],
+        [
+            pmlm_example(dictionary, 9, [[1, 2], [6], [4]], seed=5),
+            bidirectional_example(dictionary, 5, seed=6),
+        ],
         dictionary.pad(),
         length=20,
     )

@@ -217,7 +217,8 @@ class UniLMTransformer(nn.Module):
         checkpoint = self.checkpoint_activations and torch.is_grad_enabled()
         new_kv = []
         for i, layer in enumerate(self.layers):
-            inputs = (x, attn_bias, None if prefix is None else prefix[i], None if shared is None else shared[i])
+            layer_prefix = None if prefix is None else prefix[i]
+            inputs = (x, attn_bias, layer_prefix, None if shared is None else shared[i])
             if checkpoint:
                 # non-reentrant: gradients reach the cached (keys, values) tuples and the returned ones
                 x, kv = torch.utils.checkpoint.checkpoint(layer, *inputs, use_reentrant=False)
