@@ -7,6 +7,7 @@ log-probabilities of the copy mixture, which fairseq's ``label_smoothed_cross_en
 ``SequenceGenerator`` use as they are. Architectures only fill options the user left unset.
 """
 
+import functools
 import logging
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional
@@ -31,7 +32,11 @@ LAYERNORM_EPS = 1e-5  # fairseq's LayerNorm default
 
 @dataclass
 class PALMConfig(FairseqDataclass):
-    """PALM's options on top of fairseq's Transformer options."""
+    """PALM's options on top of fairseq's Transformer options.
+
+    fairseq's ``--checkpoint-activations`` and ``--offload-activations`` apply to every encoder and decoder
+    layer; they only act when gradients are recorded (:func:`checkpoint_only_with_grad`).
+    """
 
     no_copy: bool = field(
         default=False, metadata={"help": "ablate the pointer: the output is the vocabulary softmax alone"}
@@ -55,6 +60,22 @@ class PALMConfig(FairseqDataclass):
     )
 
 
+def checkpoint_only_with_grad(layer):
+    """A layer wrapped by fairseq's ``--checkpoint-activations`` (also set by ``--offload-activations``)
+    recomputes its activations in the backward pass; this makes it run plainly when no gradients are
+    recorded (validation, incremental decoding): nothing is kept for recomputation or offloaded.
+    Other layers are returned as they are. The state-dict keys do not change either way."""
+    plain = getattr(layer, "precheckpoint_forward", None)
+    if plain is not None:
+        # partials of bound methods, so a deep copy of the layer calls the copy's own forward
+        layer.forward = functools.partial(_checkpointed_with_grad, layer.forward, plain)
+    return layer
+
+
+def _checkpointed_with_grad(checkpointed, plain, *args, **kwargs):
+    return (checkpointed if torch.is_grad_enabled() else plain)(*args, **kwargs)
+
+
 class PALMEncoder(TransformerEncoder):
     """fairseq's Transformer encoder whose output also carries ``src_tokens`` (what the pointer copies).
 
@@ -67,6 +88,9 @@ class PALMEncoder(TransformerEncoder):
         for module in self.modules():
             if hasattr(module, "normalized_shape") and hasattr(module, "eps"):  # torch's or apex's LayerNorm
                 module.eps = eps
+
+    def build_encoder_layer(self, args):
+        return checkpoint_only_with_grad(super().build_encoder_layer(args))
 
     def forward(
         self,
@@ -93,6 +117,9 @@ class PALMDecoder(TransformerDecoder):
             embed_tokens.weight,
             copy=not safe_getattr(args, "no_copy", False),
         )
+
+    def build_decoder_layer(self, args, no_encoder_attn=False):
+        return checkpoint_only_with_grad(super().build_decoder_layer(args, no_encoder_attn))
 
     def output_layer(self, features: Tensor) -> Tensor:
         """``(B, T, C)`` -> ``(B, T, V)`` logits of the vocabulary distribution ``P^v`` alone."""

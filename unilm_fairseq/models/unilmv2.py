@@ -54,6 +54,14 @@ class UniLMv2Config(FairseqDataclass):
         default=128, metadata={"help": "distance beyond which relative positions share a bucket"}
     )
     layernorm_eps: float = field(default=1e-12, metadata={"help": "LayerNorm epsilon (BERT uses 1e-12)"})
+    checkpoint_activations: bool = field(
+        default=False,
+        metadata={
+            "help": "checkpoint activations at each layer: keep only each layer's inputs and recompute the "
+            "rest in the backward pass (less memory, about one more forward of compute); only when "
+            "gradients are recorded, never in validation or decoding"
+        },
+    )
     pooler_activation_fn: ChoiceEnum(utils.get_available_activation_fns()) = field(
         default="tanh",
         metadata={"help": "activation of the [SOS] pooler in classification heads (BERT: tanh)"},
@@ -302,6 +310,7 @@ def base_architecture(args):
     args.rel_pos_bins = safe_getattr(args, "rel_pos_bins", 32)
     args.max_rel_pos = safe_getattr(args, "max_rel_pos", 128)
     args.layernorm_eps = safe_getattr(args, "layernorm_eps", 1e-12)
+    args.checkpoint_activations = safe_getattr(args, "checkpoint_activations", False)
     args.pooler_activation_fn = safe_getattr(args, "pooler_activation_fn", "tanh")
     args.pooler_dropout = safe_getattr(args, "pooler_dropout", 0.1)
     args.seq2seq_method = safe_getattr(args, "seq2seq_method", "pseudo_masked")

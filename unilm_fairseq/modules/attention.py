@@ -4,6 +4,12 @@ fairseq's ``MultiheadAttention`` takes one key-padding mask and one shared
 attention mask; UniLM layouts need a different ``(T, S)`` mask per example plus
 a per-head relative position bias, so this module takes both folded into one
 float ``attn_bias`` of shape ``(B, H or 1, T, S)``.
+
+float32, float16 and bfloat16 run through ``F.scaled_dot_product_attention`` with the bias in
+the query dtype, so a GPU can pick a fused memory-efficient kernel that never materialises the
+``(B, H, T, S)`` scores. On CPU (torch 2.13) half inputs go to the flash-attention CPU kernel, or,
+when it is ruled out, to the math kernel, which upcasts them to float32: both accumulate the scores,
+the softmax and the weighted sum in float32 and round only the output.
 """
 
 from typing import Optional, Tuple
@@ -15,21 +21,29 @@ from torch import Tensor, nn
 KeyValue = Tuple[Tensor, Tensor]
 
 
-def build_attention_bias(visible: Tensor, position_bias: Optional[Tensor]) -> Tensor:
-    """Fold a visibility mask and an optional position bias into one float32 bias.
+def build_attention_bias(
+    visible: Tensor, position_bias: Optional[Tensor], dtype: torch.dtype = torch.float32
+) -> Tensor:
+    """Fold a visibility mask and an optional position bias into one bias of ``dtype``.
 
     Args:
         visible: ``(B, T, S)`` bool, True where the query may attend to the key.
         position_bias: ``(B, H, T, S)`` or None.
+        dtype: the attention's compute dtype (the query dtype).
     Returns:
-        ``(B, H or 1, T, S)`` float32; hidden keys hold float32's most negative
-        finite value (filled, not added, so it cannot overflow to -inf).
+        ``(B, H or 1, T, S)`` of ``dtype``; hidden keys hold the dtype's most negative finite
+        value, filled over the position bias rather than added to it, so it cannot overflow to
+        -inf (float16's minimum is only -65504).
     """
     if position_bias is None:
-        bias = visible.new_zeros(visible.shape, dtype=torch.float32).unsqueeze(1)
+        bias = visible.new_zeros(visible.shape, dtype=dtype).unsqueeze(1)
     else:
-        bias = position_bias.float()
-    return bias.masked_fill(~visible.unsqueeze(1), torch.finfo(torch.float32).min)
+        bias = position_bias.to(dtype)
+    return bias.masked_fill(~visible.unsqueeze(1), torch.finfo(dtype).min)
+
+
+# query dtypes that go through F.scaled_dot_product_attention (with a bias of the same dtype)
+SDPA_DTYPES = (torch.float32, torch.float16, torch.bfloat16)
 
 
 class BiasedSelfAttention(nn.Module):
@@ -61,8 +75,9 @@ class BiasedSelfAttention(nn.Module):
         """
         Args:
             x: ``(B, T, C)`` queries, and keys/values of this call.
-            attn_bias: ``(B, H or 1, T, S+P+T)`` float32 from :func:`build_attention_bias`, keys
-                ordered ``[shared | prefix | x]``.
+            attn_bias: ``(B, H or 1, T, S+P+T)`` from :func:`build_attention_bias`, keys ordered
+                ``[shared | prefix | x]``. In the query dtype it goes to SDPA; a bias of another
+                dtype (float32 for a half-precision query) takes explicit float32 scores instead.
             prefix: cached ``(keys, values)``, each ``(B, H, P, C/H)``, seen before ``x``.
             shared: ``(keys, values)``, each ``(G, H, S, C/H)`` with ``B = G * g``: row ``b`` sees
                 group ``b // g``. Beam search keeps one copy of the source per sentence this way
@@ -80,10 +95,13 @@ class BiasedSelfAttention(nn.Module):
         dropout_p = self.dropout if self.training else 0.0
         if shared is not None:
             out = self._attend_with_shared(q, k, v, shared, attn_bias, dropout_p)
-        elif q.dtype == torch.float32:
+        elif q.dtype in SDPA_DTYPES and attn_bias.dtype == q.dtype:
+            # A padding query that sees no key gets its scores plus a row of equal minima: a finite
+            # softmax, uniform in float32 and bfloat16 (whose minimum absorbs the scores); in
+            # float16 (minimum -65504) it is the softmax of the scores alone. Such rows are unused.
             out = F.scaled_dot_product_attention(q, k, v, attn_mask=attn_bias, dropout_p=dropout_p)
         else:
-            # half precision: scores and softmax in float32 so nothing overflows
+            # float64, or a bias wider than the query: scores and softmax in float32
             scores = torch.matmul(q.float(), k.float().transpose(-1, -2)) * self.head_dim**-0.5
             probs = torch.softmax(scores + attn_bias, dim=-1)
             probs = F.dropout(probs, p=dropout_p, training=self.training)
@@ -97,6 +115,7 @@ class BiasedSelfAttention(nn.Module):
 
         Args:
             q: ``(B, H, T, D)``; k, v: ``(B, H, P+T, D)``; shared: ``(G, H, S, D)`` each, ``B = G * g``.
+            attn_bias: ``(B, H or 1, T, S+P+T)``, any float dtype (added in float32).
         Returns:
             ``(B, H, T, D)``.
         """
@@ -115,11 +134,15 @@ class BiasedSelfAttention(nn.Module):
             t = t.reshape(groups, heads, per_group, length, t.size(-1)).transpose(1, 2)
             return t.reshape(bsz, heads, length, t.size(-1))
 
-        # scores and softmax in float32 (a no-op cast for float32 models)
-        q = q.float() * self.head_dim**-0.5
-        shared_scores = to_rows(torch.matmul(to_groups(q), shared_k.float().transpose(-1, -2)))
-        own_scores = torch.matmul(q, k.float().transpose(-1, -2))  # B x H x T x (P+T)
-        probs = torch.softmax(torch.cat([shared_scores, own_scores], -1) + attn_bias, dim=-1)
+        # SDPA has one key set per row, so it would need the shared keys copied per row. The scores
+        # are matmuls in the compute dtype (q scaled first, so float16 has room; keys are not
+        # upcast, which would copy them); only the small (B, H, T, S+P+T) scores go to float32 for
+        # the bias and softmax. Casts are no-ops for float32 models.
+        q = q * self.head_dim**-0.5
+        shared_scores = to_rows(torch.matmul(to_groups(q), shared_k.transpose(-1, -2)))
+        own_scores = torch.matmul(q, k.transpose(-1, -2))  # B x H x T x (P+T)
+        scores = torch.cat([shared_scores, own_scores], -1).float()
+        probs = torch.softmax(scores + attn_bias.float(), dim=-1)
         probs = F.dropout(probs, p=dropout_p, training=self.training).to(v.dtype)
         shared_probs, own_probs = probs.split([source_len, k.size(2)], dim=-1)
         return to_rows(torch.matmul(to_groups(shared_probs), shared_v)) + torch.matmul(own_probs, v)

@@ -4,6 +4,7 @@ from typing import List, Optional, Tuple
 
 import torch
 import torch.nn.functional as F
+import torch.utils.checkpoint
 from fairseq import utils
 from fairseq.modules import LayerNorm
 from torch import Tensor, nn
@@ -126,7 +127,9 @@ class UniLMTransformer(nn.Module):
     """Embeddings plus a stack of layers sharing one relative position bias table.
 
     Every call takes explicit ``positions`` and ``segments`` and a per-example
-    visibility mask, so one stack serves every UniLM layout.
+    visibility mask, so one stack serves every UniLM layout. With
+    ``cfg.checkpoint_activations``, layers recompute their activations in the
+    backward pass whenever gradients are recorded.
     """
 
     def __init__(self, cfg, vocab_size: int, padding_idx: int):
@@ -159,13 +162,27 @@ class UniLMTransformer(nn.Module):
             )
             for _ in range(cfg.encoder_layers)
         )
+        # configs saved before the field existed lack it
+        self.checkpoint_activations = bool(getattr(cfg, "checkpoint_activations", False))
 
-    def attention_bias(self, query_positions: Tensor, key_positions: Tensor, visible: Tensor) -> Tensor:
-        """``(B, T)``, ``(B, S)``, ``(B, T, S)`` bool -> ``(B, H or 1, T, S)`` float32."""
+    def attention_bias(
+        self,
+        query_positions: Tensor,
+        key_positions: Tensor,
+        visible: Tensor,
+        dtype: torch.dtype = torch.float32,
+    ) -> Tensor:
+        """``(B, T)``, ``(B, S)``, ``(B, T, S)`` bool -> ``(B, H or 1, T, S)`` of ``dtype``."""
         position_bias = None
         if self.rel_pos_bias is not None:
             position_bias = self.rel_pos_bias(query_positions, key_positions)
-        return build_attention_bias(visible, position_bias)
+        return build_attention_bias(visible, position_bias, dtype)
+
+    def compute_dtype(self, device: torch.device) -> torch.dtype:
+        """The dtype attention runs in: autocast's when it is on (``--amp``), else the parameters'."""
+        if torch.is_autocast_enabled(device.type):
+            return torch.get_autocast_dtype(device.type)
+        return self.embeddings.tokens.weight.dtype
 
     def forward(
         self,
@@ -194,13 +211,19 @@ class UniLMTransformer(nn.Module):
                 f"visible mask has shape {tuple(visible.shape)}, expected "
                 f"{(tokens.size(0), tokens.size(1), key_positions.size(1))}"
             )
-        attn_bias = self.attention_bias(positions, key_positions, visible)
+        attn_bias = self.attention_bias(positions, key_positions, visible, self.compute_dtype(tokens.device))
         x = self.embeddings(tokens, segments, positions)
+        # no recomputation without a backward pass (validation, decoding with cached keys)
+        checkpoint = self.checkpoint_activations and torch.is_grad_enabled()
         new_kv = []
         for i, layer in enumerate(self.layers):
-            x, kv = layer(
-                x, attn_bias, None if prefix is None else prefix[i], None if shared is None else shared[i]
-            )
+            layer_prefix = None if prefix is None else prefix[i]
+            inputs = (x, attn_bias, layer_prefix, None if shared is None else shared[i])
+            if checkpoint:
+                # non-reentrant: gradients reach the cached (keys, values) tuples and the returned ones
+                x, kv = torch.utils.checkpoint.checkpoint(layer, *inputs, use_reentrant=False)
+            else:
+                x, kv = layer(*inputs)
             new_kv.append(kv)
         return x, new_kv
 
