@@ -19,7 +19,13 @@ model's config records them.
 
 Neither view owns parameters: both hold the model's Transformer and LM head
 without registering them, so the state dict, ``.half()`` and ``.to()`` go
-through the model alone.
+through the model alone. Both take the fine-tuning method as ``method``, the model config's
+``seq2seq_method`` field.
+
+A cached decoding step reads nothing back from the device. The position ids a decode can reach are
+known before it starts (:func:`last_decoding_position`), so they are checked once per generate call
+(the task's ``inference_step``, :func:`check_decoding_positions`); recomputed decoding checks the
+batch it lays out on the CPU.
 """
 
 from typing import Dict, List, Optional, Tuple
@@ -29,6 +35,7 @@ from fairseq.models import FairseqEncoder, FairseqIncrementalDecoder
 from torch import Tensor
 
 from .. import masks, seq2seq_layout
+from ..seq2seq_layout import FinetuneMethod
 
 
 def _share(module, name, value):
@@ -59,6 +66,28 @@ def sentence_groups(rows: Tensor) -> Optional[Tensor]:
     return sentences
 
 
+def last_decoding_position(method: FinetuneMethod, source_len: int, steps: int) -> int:
+    """The largest position id a decode uses, for sources of at most ``source_len`` tokens.
+
+    ``steps`` is the last decoding step (fairseq's generator runs steps ``0..max_len``). The source
+    takes positions ``0..source_len - 1``. The target side starts at position ``source_len``, or
+    ``source_len - 1`` in the causal method (its start token is the source's ``[EOS]``). Step ``t``
+    asks for the target at ``start + t`` with a mask token there (masked, pseudo-masked), or feeds
+    the token at ``start + t`` (causal).
+    """
+    start = source_len - 1 if FinetuneMethod(method) == FinetuneMethod.CAUSAL else source_len
+    return max(source_len - 1, start + steps)
+
+
+def check_decoding_positions(last_position: int, max_positions: int) -> None:
+    """A clear error when decoding would use position ``last_position`` of a ``max_positions``-row table."""
+    if last_position >= max_positions:
+        raise ValueError(
+            f"decoding reached position {last_position}, beyond the position table "
+            f"(max_positions={max_positions}); lower --max-len-b or the source length"
+        )
+
+
 def last_real_token(padding: Tensor) -> Tensor:
     """``(B, S)`` padding (either side) -> ``(B, S)`` bool, True at each row's last real token."""
     real = ~padding
@@ -71,13 +100,13 @@ class UniLMSourceEncoder(FairseqEncoder):
         dictionary,
         transformer,
         lm_head,
-        method: str = "pseudo_masked",
+        method: FinetuneMethod = FinetuneMethod.PSEUDO_MASKED,
         segments: Tuple[int, int] = seq2seq_layout.PAIR_SEGMENTS,
     ):
         super().__init__(dictionary)
         _share(self, "transformer", transformer)
         _share(self, "lm_head", lm_head)
-        self.method = method
+        self.method = FinetuneMethod(method)
         self.source_segment = segments[0]
 
     def source_states(self, src_tokens: Tensor):
@@ -94,7 +123,7 @@ class UniLMSourceEncoder(FairseqEncoder):
             ``positions`` ``(B, S)``; ``padding`` is True outside the source segment.
         """
         padding = src_tokens.eq(self.dictionary.pad())
-        if self.method == "causal":
+        if self.method == FinetuneMethod.CAUSAL:
             padding = padding | last_real_token(padding)
         positions = source_positions(padding)
         segments = torch.full_like(src_tokens, self.source_segment)
@@ -140,13 +169,13 @@ class UniLMIncrementalDecoder(FairseqIncrementalDecoder):
         dictionary,
         transformer,
         lm_head,
-        method: str,
+        method: FinetuneMethod,
         segments: Tuple[int, int] = seq2seq_layout.PAIR_SEGMENTS,
     ):
         super().__init__(dictionary)
         _share(self, "transformer", transformer)
         _share(self, "lm_head", lm_head)
-        self.method = method
+        self.method = FinetuneMethod(method)
         self.segments = tuple(segments)  # source, target
         self.mask_idx = dictionary.index("<mask>")
 
@@ -168,14 +197,6 @@ class UniLMIncrementalDecoder(FairseqIncrementalDecoder):
         else:
             logits = self._step(prev_output_tokens, encoder_out, incremental_state)
         return logits.unsqueeze(1), {"attn": None}
-
-    def _check_position(self, position: Tensor):
-        limit = self.max_positions()
-        if int(position.max()) >= limit:
-            raise ValueError(
-                f"decoding reached position {int(position.max())}, beyond the position table "
-                f"(max_positions={limit}); lower --max-len-b or the source length"
-            )
 
     def _source(self, encoder_out, incremental_state):
         """The source keys and values for the current rows.
@@ -220,31 +241,20 @@ class UniLMIncrementalDecoder(FairseqIncrementalDecoder):
         step = tokens.size(1) - 1
         position = cache["next_position"]
         new_tokens, new_positions = [], []
-        if self.method == "causal" and step == 0:  # the start token: cached, predicts t_1
+        if self.method == FinetuneMethod.CAUSAL and step == 0:  # the start token: cached, predicts t_1
             new_tokens.append(torch.full_like(tokens[:, -1], self.dictionary.eos()))
             new_positions.append(position)
         elif step > 0:  # the token chosen last step becomes context
             new_tokens.append(tokens[:, -1])
             new_positions.append(position)
         fed = len(new_tokens)  # 0 or 1 real token, cached
-        if self.method != "causal":  # ask for the next token with a mask token
+        if self.method != FinetuneMethod.CAUSAL:  # ask for the next token with a mask token
             new_tokens.append(torch.full_like(tokens[:, -1], self.mask_idx))
             new_positions.append(position + len(new_positions))
         x = torch.stack(new_tokens, 1)  # B x n (n = 1 or 2)
-        positions = torch.stack(new_positions, 1)
-        self._check_position(positions)
-        n = x.size(1)
-        # keys [source | cached targets | new]: real source tokens and every cached target are
-        # visible; of the new tokens, the real one sees itself and the mask token sees both
-        source_visible = ~encoder_out["padding"][0]
-        cached = cache["key_positions"].size(1)
-        visible = torch.cat(
-            [
-                source_visible.unsqueeze(1).expand(bsz, n, -1),
-                source_visible.new_ones(bsz, n, cached),
-                torch.ones(n, n, dtype=torch.bool, device=x.device).tril().expand(bsz, n, n),
-            ],
-            2,
+        positions = torch.stack(new_positions, 1)  # checked once per decode, not here
+        visible = masks.decoding_step_mask(
+            encoder_out["padding"][0], cache["key_positions"].size(1), x.size(1)
         )
         shared, expanded = self._source(encoder_out, incremental_state)
         prefix = [(cache[f"k{i}"], cache[f"v{i}"]) for i in range(len(encoder_out["keys"]))]
@@ -283,15 +293,15 @@ class UniLMIncrementalDecoder(FairseqIncrementalDecoder):
             target = torch.cat([generated, generated.new_full((1,), self.mask_idx)])
             predict = torch.zeros(len(target), dtype=torch.bool)
             predict[-1] = True
-            method = "causal" if self.method == "causal" else "masked"
-            if method == "causal":
+            method = FinetuneMethod.CAUSAL if self.method == FinetuneMethod.CAUSAL else FinetuneMethod.MASKED
+            if method == FinetuneMethod.CAUSAL:
                 predict[:] = True
             examples.append(
                 seq2seq_layout.build_example(source, target, predict, method, self.mask_idx, self.segments)
             )
         batch = seq2seq_layout.collate_examples(examples, pad, segment_pad=self.segments[0])
+        check_decoding_positions(int(batch["positions"].max()), self.max_positions())  # on the CPU
         batch = {k: v.to(tokens.device) for k, v in batch.items()}
-        self._check_position(batch["positions"])
         hidden, _ = self.transformer(
             batch["tokens"], batch["segments"], batch["positions"], batch["attn_mask"]
         )
