@@ -3,7 +3,7 @@
 The source encoder runs "[SOS] source [EOS]" once and keeps every layer's keys
 and values, one copy per sentence: the beam hypotheses of a sentence read the
 same copy (like fairseq's beamable encoder-decoder attention), so beam search
-never copies or reorders them. Each decoding step feeds the previous real token
+copies them only when finished sentences leave the batch. Each decoding step feeds the previous real token
 and (masked and pseudo-masked methods) a mask token at the next position; the
 real token's keys and values join the per-hypothesis cache, the mask token's
 never do. The causal method (s2s-ft §2.1, Figure 1a) encodes "[SOS] source"
@@ -22,7 +22,9 @@ without registering them, so the state dict, ``.half()`` and ``.to()`` go
 through the model alone. Both take the fine-tuning method as ``method``, the model config's
 ``seq2seq_method`` field.
 
-A cached decoding step reads nothing back from the device. The position ids a decode can reach are
+A cached decoding step reads nothing back from the device: which copy of the source each row reads
+is settled when the rows are reordered (:meth:`UniLMSourceEncoder.reorder_encoder_out`), and the
+position ids a decode can reach are
 known before it starts (:func:`last_decoding_position`), so they are checked once per generate call
 (the task's ``inference_step``, :func:`check_decoding_positions`); recomputed decoding checks the
 batch it lays out on the CPU.
@@ -137,9 +139,10 @@ class UniLMSourceEncoder(FairseqEncoder):
         Args:
             src_tokens: ``(B, S)`` "[SOS] source [EOS]", padded on either side.
         Returns:
-            dict of lists. Per sentence, never reordered: ``keys``/``values``, one
-            ``(B, H, S, D)`` per layer. Per decoder row, reordered with the beam: ``rows``
-            ``(B,)``, the sentence of each row; ``src_tokens``; ``padding`` and ``positions``
+            dict of lists. Per copy of the source (one per sentence; reordered only as
+            :meth:`reorder_encoder_out` says): ``keys``/``values``, one ``(B, H, S, D)`` per layer.
+            Per decoder row, reordered with the beam: ``rows`` ``(B,)``, the copy each row reads;
+            ``src_tokens``; ``padding`` and ``positions``
             ``(B, S)`` of the source segment (:meth:`source_states`); ``lengths`` ``(B,)``, its
             length, which is the first target position.
         """
@@ -156,11 +159,28 @@ class UniLMSourceEncoder(FairseqEncoder):
         }
 
     def reorder_encoder_out(self, encoder_out: Dict[str, List[Tensor]], new_order):
-        """Reorder the per-row entries; ``rows`` keeps track of which sentence's keys each row reads."""
-        return {
+        """Reorder the per-row entries, keeping the source keys and values read by equal blocks of rows.
+
+        ``rows`` tracks which copy of the keys each row reads. After a reorder every copy is read by
+        one block of consecutive rows, as the decoder expects: beam search's orders keep the copies
+        as they are, or (finished sentences left the batch) gather the remaining ones once; any
+        other order gets one copy per row. Reads the new order back to the host, here rather than
+        in every decoding step.
+        """
+        reordered = {
             key: ts if key in PER_SENTENCE else [t.index_select(0, new_order) for t in ts]
             for key, ts in encoder_out.items()
         }
+        rows = reordered["rows"][0]
+        sentences = sentence_groups(rows)
+        if sentences is not None and len(sentences) == encoder_out["keys"][0].size(0):
+            return reordered  # increasing, so all of them: the blocks read the copies in order
+        kept = rows if sentences is None else sentences
+        for key in PER_SENTENCE:
+            reordered[key] = [t.index_select(0, kept) for t in encoder_out[key]]
+        copies = torch.arange(len(kept), device=rows.device)
+        reordered["rows"] = [copies.repeat_interleave(len(rows) // len(kept))]
+        return reordered
 
 
 class UniLMIncrementalDecoder(FairseqIncrementalDecoder):
@@ -198,30 +218,6 @@ class UniLMIncrementalDecoder(FairseqIncrementalDecoder):
             logits = self._step(prev_output_tokens, encoder_out, incremental_state)
         return logits.unsqueeze(1), {"attn": None}
 
-    def _source(self, encoder_out, incremental_state):
-        """The source keys and values for the current rows.
-
-        Returns ``(shared, expanded)``: per-layer ``(keys, values)`` of the sentences, read by
-        equal blocks of consecutive rows (beam search), or, for any other row order, copied per row.
-        One of the two is None. A gather after finished sentences leave the batch is kept in the
-        incremental state, so it happens once, not every step.
-        """
-        rows = encoder_out["rows"][0]
-        num_sentences = encoder_out["keys"][0].size(0)
-        layers = list(zip(encoder_out["keys"], encoder_out["values"]))
-        sentences = sentence_groups(rows)
-        if sentences is None:
-            return None, [(k.index_select(0, rows), v.index_select(0, rows)) for k, v in layers]
-        if len(sentences) == num_sentences:  # sentences are increasing, so these are all of them
-            return layers, None
-        kept = self.get_incremental_state(incremental_state, "source")
-        if kept is None or not torch.equal(kept["sentences"], sentences):
-            kept = {"sentences": sentences}
-            for i, (k, v) in enumerate(layers):
-                kept[f"k{i}"], kept[f"v{i}"] = k.index_select(0, sentences), v.index_select(0, sentences)
-            self.set_incremental_state(incremental_state, "source", kept)
-        return [(kept[f"k{i}"], kept[f"v{i}"]) for i in range(len(layers))], None
-
     def _step(self, tokens, encoder_out, incremental_state) -> Tensor:
         """One decoding step; the cache holds the keys and values of the real target tokens only.
 
@@ -256,12 +252,9 @@ class UniLMIncrementalDecoder(FairseqIncrementalDecoder):
         visible = masks.decoding_step_mask(
             encoder_out["padding"][0], cache["key_positions"].size(1), x.size(1)
         )
-        shared, expanded = self._source(encoder_out, incremental_state)
+        # each copy of the source is read by a block of consecutive rows (reorder_encoder_out)
+        shared = list(zip(encoder_out["keys"], encoder_out["values"]))
         prefix = [(cache[f"k{i}"], cache[f"v{i}"]) for i in range(len(encoder_out["keys"]))]
-        if expanded is not None:
-            prefix = [
-                (torch.cat([sk, k], 2), torch.cat([sv, v], 2)) for (sk, sv), (k, v) in zip(expanded, prefix)
-            ]
         hidden, kv = self.transformer(
             x,
             torch.full_like(x, self.segments[1]),
