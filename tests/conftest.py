@@ -107,7 +107,8 @@ class HostRead(AssertionError):
     """A tensor was read back to the host where nothing may be."""
 
 
-HOST_READS = ("item", "__int__", "tolist", "cpu")
+# every Tensor method that hands a tensor's values to Python
+HOST_READS = ("item", "__int__", "__float__", "__bool__", "tolist", "numpy", "cpu")
 
 
 @contextlib.contextmanager

@@ -257,13 +257,14 @@ def test_decoding_step_real_token_then_mask_token():
     # t_3 sees the source, the cache and itself; the mask token also sees t_3, and itself
     visible = decoding_step_mask(torch.zeros(1, 2, dtype=torch.bool), cached_len=2, new_len=2)
     assert visible.shape == (1, 2, 6)
-    assert visible[0].tolist() == as_mask(
+    expected = as_mask(
         [
             # s0 s1 c1 c2 t3 M
             [1, 1, 1, 1, 1, 0],  # t_3
             [1, 1, 1, 1, 1, 1],  # mask token
         ]
-    ).tolist()
+    )
+    assert visible[0].tolist() == expected.tolist()
 
 
 def test_decoding_step_padded_sources_hide_padding_per_row():
