@@ -169,11 +169,11 @@ def pad_masks(masks: Sequence[Tensor], length: Optional[int] = None) -> Tensor:
     if length < longest:
         raise ValueError(f"pad length {length} is shorter than the longest mask {longest}")
     batch = torch.zeros(len(masks), length, length, dtype=torch.bool)
-    for i, mask in enumerate(masks):
-        if mask.dim() != 2 or mask.size(0) != mask.size(1):
-            raise ValueError(f"mask {i} must be square (L, L), got shape {tuple(mask.shape)}")
-        n = mask.size(0)
-        batch[i, :n, :n] = mask
+    for i, visible in enumerate(masks):
+        if visible.dim() != 2 or visible.size(0) != visible.size(1):
+            raise ValueError(f"mask {i} must be square (L, L), got shape {tuple(visible.shape)}")
+        n = visible.size(0)
+        batch[i, :n, :n] = visible
         pad = torch.arange(n, length)
         batch[i, pad, pad] = True
     return batch
@@ -211,8 +211,8 @@ def pad_masks_after_context(masks: Sequence[Tensor], context_lengths: Sequence[i
     length = width + appended
     batch = torch.zeros(len(masks), length, length, dtype=torch.bool)
     batch[:, torch.arange(length), torch.arange(length)] = True  # padded queries see themselves
-    for i, (mask, context) in enumerate(zip(masks, context_lengths)):
-        n = mask.size(0)
+    for i, (visible, context) in enumerate(zip(masks, context_lengths)):
+        n = visible.size(0)
         columns = torch.cat([torch.arange(context), width + torch.arange(n - context)])
-        batch[i, columns.unsqueeze(1), columns.unsqueeze(0)] = mask
+        batch[i, columns.unsqueeze(1), columns.unsqueeze(0)] = visible
     return batch

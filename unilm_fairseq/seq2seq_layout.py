@@ -155,6 +155,7 @@ def build_example(
 def collate_examples(examples: List[Dict], pad: int, segment_pad: int = SOURCE_SEGMENT) -> Dict[str, Tensor]:
     """Right-pad laid-out examples into a batch: ``(B, L)`` tensors and ``(B, L, L)`` masks.
 
+    The examples' ``visible`` masks go to ``attn_mask``, the model's argument of that name.
     Padding gets segment ``segment_pad`` (pass the source segment) and position 0; no query sees it.
     """
     return {

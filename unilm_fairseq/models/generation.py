@@ -3,15 +3,16 @@
 The source encoder runs "[SOS] source [EOS]" once and keeps every layer's keys
 and values, one copy per sentence: the beam hypotheses of a sentence read the
 same copy (like fairseq's beamable encoder-decoder attention), so beam search
-copies them only when finished sentences leave the batch. Each decoding step feeds the previous real token
-and (masked and pseudo-masked methods) a mask token at the next position; the
-real token's keys and values join the per-hypothesis cache, the mask token's
-never do. The causal method (s2s-ft §2.1, Figure 1a) encodes "[SOS] source"
-only: its first step feeds the start token ``[EOS]`` at the first target
-position, which is cached like a real target token and predicts ``t_1``; every
-later step feeds the previous token, whose output predicts the next. Without an
-incremental state the decoder recomputes the whole prefix for the next token
-through the training layout (:mod:`unilm_fairseq.seq2seq_layout`).
+copies them only when finished sentences leave the batch. Each decoding step
+feeds the previous real token and (masked and pseudo-masked methods) a mask
+token at the next position; the real token's keys and values join the
+per-hypothesis cache, the mask token's never do. The causal method (s2s-ft
+§2.1, Figure 1a) encodes "[SOS] source" only: its first step feeds the start
+token ``[EOS]`` at the first target position, which is cached like a real
+target token and predicts ``t_1``; every later step feeds the previous token,
+whose output predicts the next. Without an incremental state the decoder
+recomputes the whole prefix for the next token through the training layout
+(:mod:`unilm_fairseq.seq2seq_layout`).
 
 Source tokens get the source segment id and every fed token, real or mask, the target segment id:
 0/1, or 4/5 for a UniLM v1 model (:func:`unilm_fairseq.seq2seq_layout.pretrained_segments`), as the
@@ -19,15 +20,16 @@ model's config records them.
 
 Neither view owns parameters: both hold the model's Transformer and LM head
 without registering them, so the state dict, ``.half()`` and ``.to()`` go
-through the model alone. Both take the fine-tuning method as ``method``, the model config's
-``seq2seq_method`` field.
+through the model alone. Both take the fine-tuning method as ``method``, from
+the model config's ``seq2seq_method`` field.
 
-A cached decoding step reads nothing back from the device: which copy of the source each row reads
-is settled when the rows are reordered (:meth:`UniLMSourceEncoder.reorder_encoder_out`), and the
-position ids a decode can reach are
-known before it starts (:func:`last_decoding_position`), so they are checked once per generate call
-(the task's ``inference_step``, :func:`check_decoding_positions`); recomputed decoding checks the
-batch it lays out on the CPU.
+A cached decoding step reads nothing back from the device. Which copy of the
+source each row reads is settled when the rows are reordered
+(:meth:`UniLMSourceEncoder.reorder_encoder_out`). The position ids a decode can
+reach are known before it starts (:func:`last_decoding_position`), so they are
+checked once per generate call (the task's ``inference_step``, with
+:func:`check_decoding_positions`); recomputed decoding checks the batch it lays
+out on the CPU.
 """
 
 from typing import Dict, List, Optional, Tuple
