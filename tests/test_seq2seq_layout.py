@@ -281,3 +281,50 @@ def test_segment_ids_follow_the_checkpoint_segment_table():
     assert [seq2seq_layout.pretrained_segments(rows) for rows in (0, 1, 2, 5, 6, 8)] == [
         (0, 1), (0, 1), (0, 1), (0, 1), (4, 5), (4, 5)]  # fmt: skip
     assert seq2seq_layout.SEGMENT_CHOICES == {"0-1": (0, 1), "4-5": (4, 5)}
+
+
+# ---------------------------------------------------------------------------------------------------
+# the fine-tuning method: one enum, plain strings in configs and checkpoints
+
+
+def test_finetune_method_members_equal_their_strings():
+    FinetuneMethod = seq2seq_layout.FinetuneMethod
+    assert [m.value for m in seq2seq_layout.METHODS] == ["causal", "masked", "pseudo_masked"]
+    assert FinetuneMethod.CAUSAL == "causal" and "pseudo_masked" == FinetuneMethod.PSEUDO_MASKED
+    assert FinetuneMethod("masked") is FinetuneMethod.MASKED
+    assert str(FinetuneMethod.PSEUDO_MASKED) == "pseudo_masked" and f"{FinetuneMethod.MASKED}" == "masked"
+    # the value of a config field typed with METHOD_CHOICES (fairseq's ChoiceEnum)
+    assert FinetuneMethod(seq2seq_layout.METHOD_CHOICES("causal")) is FinetuneMethod.CAUSAL
+    with pytest.raises(ValueError, match=r"unknown fine-tuning method 'bogus'; expected one of \['causal'"):
+        FinetuneMethod("bogus")
+
+
+@pytest.mark.parametrize("method", ["causal", "masked", "pseudo_masked"])
+def test_the_model_config_records_the_method_as_a_plain_string(method):
+    """Checkpoints keep the method as a string (torch's weights-only loading accepts no enum class),
+    and a config holding that string builds a model whose views hold the enum member."""
+    from omegaconf import OmegaConf
+
+    from unilm_fairseq.tasks.unilm_seq2seq import UniLMSeq2SeqConfig, UniLMSeq2SeqTask
+
+    from .conftest import tiny_config
+
+    task = UniLMSeq2SeqTask(UniLMSeq2SeqConfig(data="x", seed=1, finetune_method=method), make_dictionary())
+    cfg = OmegaConf.structured(tiny_config(max_positions=512))
+    cfg._name = "unilmv2"
+    model = task.build_model(cfg)
+    assert model.decoder.method is model.encoder.method is seq2seq_layout.FinetuneMethod(method)
+    assert task._dataset(_Lines(), None).method is seq2seq_layout.FinetuneMethod(method)
+    saved = OmegaConf.to_container(model.cfg, enum_to_str=True)  # as fairseq's trainer saves it
+    assert type(saved["seq2seq_method"]) is str and saved["seq2seq_method"] == method
+    reloaded = task.build_model(OmegaConf.create(saved), from_checkpoint=True)
+    assert reloaded.decoder.method is seq2seq_layout.FinetuneMethod(method)
+
+
+class _Lines:
+    """An empty indexed dataset."""
+
+    sizes = []
+
+    def __len__(self):
+        return 0

@@ -1,9 +1,14 @@
 """Self-attention masks for every layout the plugin trains or decodes with.
 
+Naming: a bool ``visible`` mask is True where the query may attend to the key; the float
+``attn_bias`` the attention adds to its scores holds the most negative float where it may not. The
+batch key and model argument ``attn_mask`` hold a ``visible`` mask.
+
 Every builder is a pure function returning a bool tensor ``visible`` of shape
 ``(L, L)`` for one example: ``visible[q, k]`` is True when the token at query
 position ``q`` may attend to the token at key position ``k``. :func:`pad_masks`
-stacks per-example masks into a batch ``(B, L, L)``.
+stacks per-example masks into a batch ``(B, L, L)``; :func:`decoding_step_mask`
+gives the rows of the seq2seq layouts that one cached decoding step computes.
 
 The rules, in words (docs/masks.md sections 2-5, with diagrams):
 
@@ -15,6 +20,9 @@ The rules, in words (docs/masks.md sections 2-5, with diagrams):
 * pseudo-masked seq2seq (s2s-ft), layout ``[source | target | pseudo]``: source
   and target as seq2seq; pseudo token ``j`` sees the whole source, targets
   ``0..j-1`` and itself; no other token sees a pseudo token.
+* a cached decoding step, keys ``[source | cached targets | new]``: each new
+  token sees the real source tokens, every cached target token and the new
+  tokens up to itself.
 * PMLM (UniLMv2), layout ``[context | appended]``: the context (unmasked tokens
   and ``[M]``) sees only the context. Each appended token belongs to one
   factorization step ``i >= 1`` and is either an original token or a ``[P]``.
@@ -85,6 +93,35 @@ def pseudo_masked_seq2seq_mask(source_len: int, target_len: int) -> Tensor:
     return visible
 
 
+def decoding_step_mask(source_padding: Tensor, cached_len: int, new_len: int) -> Tensor:
+    """Visibility of the tokens one cached decoding step feeds, over ``[source | cached | new]`` keys.
+
+    A step feeds at most one real target token (cached for later steps) and, in the masked and
+    pseudo-masked methods, a mask token after it that asks for the next target. The real token sees
+    what it sees in the training layout (:func:`seq2seq_mask`): the source, the targets before it
+    and itself. The mask token sees the source, every real target so far and itself, as a pseudo
+    token does in :func:`pseudo_masked_seq2seq_mask` (or a trailing ``[M]`` in :func:`seq2seq_mask`).
+
+    Args:
+        source_padding: ``(B, S)`` bool, True at source keys outside the source segment (padding;
+            in the causal method also the source's ``[EOS]``, fed later as the start token).
+        cached_len: ``P``, the target tokens cached by earlier steps (all visible).
+        new_len: ``T``, the tokens fed this step, in position order.
+    Returns:
+        ``(B, T, S + P + T)`` bool on ``source_padding``'s device; new token ``i`` sees new tokens
+        ``0..i``.
+    """
+    _check_lengths(cached_len=cached_len, new_len=new_len)
+    if source_padding.dim() != 2:
+        raise ValueError(f"source_padding must be (B, S), got shape {tuple(source_padding.shape)}")
+    bsz = source_padding.size(0)
+    device = source_padding.device
+    source = (~source_padding).unsqueeze(1).expand(bsz, new_len, -1)
+    cached = torch.ones(bsz, new_len, cached_len, dtype=torch.bool, device=device)
+    new = torch.ones(new_len, new_len, dtype=torch.bool, device=device).tril().expand(bsz, -1, -1)
+    return torch.cat([source, cached, new], 2)
+
+
 def pmlm_mask(context_len: int, step: Tensor, is_pseudo: Tensor) -> Tensor:
     """UniLMv2 pseudo-masked LM layout ``[context | appended]``.
 
@@ -132,11 +169,11 @@ def pad_masks(masks: Sequence[Tensor], length: Optional[int] = None) -> Tensor:
     if length < longest:
         raise ValueError(f"pad length {length} is shorter than the longest mask {longest}")
     batch = torch.zeros(len(masks), length, length, dtype=torch.bool)
-    for i, mask in enumerate(masks):
-        if mask.dim() != 2 or mask.size(0) != mask.size(1):
-            raise ValueError(f"mask {i} must be square (L, L), got shape {tuple(mask.shape)}")
-        n = mask.size(0)
-        batch[i, :n, :n] = mask
+    for i, visible in enumerate(masks):
+        if visible.dim() != 2 or visible.size(0) != visible.size(1):
+            raise ValueError(f"mask {i} must be square (L, L), got shape {tuple(visible.shape)}")
+        n = visible.size(0)
+        batch[i, :n, :n] = visible
         pad = torch.arange(n, length)
         batch[i, pad, pad] = True
     return batch
@@ -174,8 +211,8 @@ def pad_masks_after_context(masks: Sequence[Tensor], context_lengths: Sequence[i
     length = width + appended
     batch = torch.zeros(len(masks), length, length, dtype=torch.bool)
     batch[:, torch.arange(length), torch.arange(length)] = True  # padded queries see themselves
-    for i, (mask, context) in enumerate(zip(masks, context_lengths)):
-        n = mask.size(0)
+    for i, (visible, context) in enumerate(zip(masks, context_lengths)):
+        n = visible.size(0)
         columns = torch.cat([torch.arange(context), width + torch.arange(n - context)])
-        batch[i, columns.unsqueeze(1), columns.unsqueeze(0)] = mask
+        batch[i, columns.unsqueeze(1), columns.unsqueeze(0)] = visible
     return batch

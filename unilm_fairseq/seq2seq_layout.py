@@ -29,16 +29,42 @@ holds a mask token that sees the source, the real tokens so far and itself. Caus
 decoding encodes "[SOS] source", feeds the start token, then each chosen token.
 """
 
+from enum import Enum
 from typing import Dict, List, Tuple
 
 import torch
 from fairseq.data import data_utils
+from fairseq.dataclass import ChoiceEnum
 from torch import Tensor
 
 from . import masks
 from .data.unilm_objectives import NUM_SEGMENTS, SEGMENT_IDS, SEQ2SEQ
 
-METHODS = ("causal", "masked", "pseudo_masked")
+
+class FinetuneMethod(str, Enum):
+    """The s2s-ft fine-tuning method (``--finetune-method``; the model's ``seq2seq_method``).
+
+    Members compare equal to their plain string, which is what configs and checkpoints store;
+    turn a stored value into a member with ``FinetuneMethod(value)``.
+    """
+
+    CAUSAL = "causal"
+    MASKED = "masked"
+    PSEUDO_MASKED = "pseudo_masked"
+
+    def __str__(self) -> str:
+        return self.value
+
+    @classmethod
+    def _missing_(cls, value):
+        if isinstance(value, Enum):  # a config's choice (fairseq's ChoiceEnum member)
+            return cls(value.value)
+        raise ValueError(f"unknown fine-tuning method {value!r}; expected one of {[m.value for m in cls]}")
+
+
+METHODS = tuple(FinetuneMethod)
+# the type of the config fields that hold a method: plain strings, so --help lists the choices
+METHOD_CHOICES = ChoiceEnum([m.value for m in FinetuneMethod])
 SOURCE_SEGMENT, TARGET_SEGMENT = 0, 1
 PAIR_SEGMENTS = (SOURCE_SEGMENT, TARGET_SEGMENT)  # BERT's sentence A/B: s2s-ft's default
 UNILM_V1_SEGMENTS = SEGMENT_IDS[SEQ2SEQ]  # (4, 5): UniLM v1's seq2seq LM (Dong et al. 2019 §2.1)
@@ -63,7 +89,7 @@ def build_example(
     source: Tensor,
     target_inputs: Tensor,
     predict: Tensor,
-    method: str,
+    method: FinetuneMethod,
     mask_idx: int,
     segments: Tuple[int, int] = PAIR_SEGMENTS,
 ) -> Dict:
@@ -75,6 +101,7 @@ def build_example(
             pseudo-masked, possibly word-dropped) or the corrupted target (masked).
         predict: ``(T,)`` bool, target positions whose token is predicted
             (all of them except for the masked method).
+        method: a :class:`FinetuneMethod` or its string.
         mask_idx: id of ``[M]``/``[P]``.
         segments: the source and the target segment id (0/1, or UniLM v1's 4/5).
     Returns:
@@ -82,8 +109,7 @@ def build_example(
         ``(L, L)`` and ``query`` ``(L,)`` bool: where target ``j``'s prediction
         is read, in increasing ``j`` for the ``j`` with ``predict[j]``.
     """
-    if method not in METHODS:
-        raise ValueError(f"unknown fine-tuning method {method!r}; expected one of {METHODS}")
+    method = FinetuneMethod(method)
     if target_inputs.shape != predict.shape:
         raise ValueError(
             f"target_inputs {tuple(target_inputs.shape)} and predict {tuple(predict.shape)} differ in shape"
@@ -91,7 +117,7 @@ def build_example(
     n_src, n_tgt = len(source), len(target_inputs)
     src_positions = torch.arange(n_src)
     tgt_positions = n_src + torch.arange(n_tgt)
-    if method == "causal":
+    if method == FinetuneMethod.CAUSAL:
         if not bool(predict.all()):
             raise ValueError("the causal method predicts every target token")
         # s2s-ft §2.1, Figure 1a: the start token [EOS] (the source's last token) leads the target
@@ -102,7 +128,7 @@ def build_example(
         visible = masks.seq2seq_mask(n_context, n_tgt)
         query = torch.zeros(len(tokens), dtype=torch.bool)
         query[n_context:] = True
-    elif method == "masked":
+    elif method == FinetuneMethod.MASKED:
         n_context = n_src
         tokens = torch.cat([source, target_inputs])
         positions = torch.cat([src_positions, tgt_positions])
@@ -129,6 +155,7 @@ def build_example(
 def collate_examples(examples: List[Dict], pad: int, segment_pad: int = SOURCE_SEGMENT) -> Dict[str, Tensor]:
     """Right-pad laid-out examples into a batch: ``(B, L)`` tensors and ``(B, L, L)`` masks.
 
+    The examples' ``visible`` masks go to ``attn_mask``, the model's argument of that name.
     Padding gets segment ``segment_pad`` (pass the source segment) and position 0; no query sees it.
     """
     return {

@@ -8,6 +8,7 @@ import torch
 from fairseq.data import FairseqDataset, data_utils
 
 from .. import seq2seq_layout
+from ..seq2seq_layout import FinetuneMethod
 from .blockwise_masking import corrupt_masked
 from .complete_batches import CompleteBatchesMixin
 
@@ -20,7 +21,8 @@ class Seq2SeqDataset(CompleteBatchesMixin, FairseqDataset):
 
     Items hold ``source`` "[SOS] source [EOS]" (truncated to ``max_source_positions``)
     and ``target`` "target [EOS]" (truncated to ``max_target_positions``). With a
-    target, the collater adds the packed layout of ``method`` (see
+    target, the collater adds the packed layout of ``method`` (a :class:`FinetuneMethod` or its
+    string, the task's ``--finetune-method``; see
     :mod:`unilm_fairseq.seq2seq_layout`), its noise seeded per (seed, epoch, index):
 
     * causal: no noise; the layout feeds the source's ``[EOS]`` as the target side's start
@@ -41,7 +43,7 @@ class Seq2SeqDataset(CompleteBatchesMixin, FairseqDataset):
         src,
         tgt,
         dictionary,
-        method: str,
+        method: FinetuneMethod,
         max_source_positions: int,
         max_target_positions: int,
         seed: int = 1,
@@ -53,11 +55,9 @@ class Seq2SeqDataset(CompleteBatchesMixin, FairseqDataset):
         segments: Tuple[int, int] = seq2seq_layout.PAIR_SEGMENTS,
     ):
         super().__init__()
-        if method not in seq2seq_layout.METHODS:
-            raise ValueError(f"unknown fine-tuning method {method!r}")
+        self.method = FinetuneMethod(method)  # a clear ValueError for an unknown one
         self.src, self.tgt = src, tgt
         self.dictionary = dictionary
-        self.method = method
         self.segments = tuple(segments)
         self.max_source_positions = max_source_positions
         self.max_target_positions = max_target_positions
@@ -95,7 +95,7 @@ class Seq2SeqDataset(CompleteBatchesMixin, FairseqDataset):
         """Length of the packed sequence (pseudo masks double the target)."""
         if self.tgt_sizes is None:
             return self.src_sizes[indices]
-        extra = self.tgt_sizes[indices] if self.method == "pseudo_masked" else 0
+        extra = self.tgt_sizes[indices] if self.method == FinetuneMethod.PSEUDO_MASKED else 0
         return self.src_sizes[indices] + self.tgt_sizes[indices] + extra
 
     def ordered_indices(self):
@@ -125,7 +125,7 @@ class Seq2SeqDataset(CompleteBatchesMixin, FairseqDataset):
         target = torch.cat([target, torch.tensor([d.eos()])])
         rng = np.random.default_rng((seed, epoch, index))
         inputs, predict = target.clone(), torch.ones(len(target), dtype=torch.bool)
-        if self.method == "masked":
+        if self.method == FinetuneMethod.MASKED:
             chosen = rng.random(len(target)) < self.target_mask_prob
             if not chosen.any():
                 chosen[rng.integers(len(target))] = True  # every example predicts something
@@ -134,7 +134,7 @@ class Seq2SeqDataset(CompleteBatchesMixin, FairseqDataset):
                 target.numpy()[chosen], rng, self.mask_idx, self.random_candidates, **self.corrupt_args
             )
             inputs[predict] = torch.from_numpy(noisy)
-        elif self.method == "pseudo_masked" and self.word_drop_prob > 0:
+        elif self.method == FinetuneMethod.PSEUDO_MASKED and self.word_drop_prob > 0:
             dropped = rng.random(len(target)) < self.word_drop_prob
             noisy = corrupt_masked(
                 target.numpy()[dropped], rng, self.mask_idx, self.random_candidates, **self.corrupt_args

@@ -3,15 +3,16 @@
 The source encoder runs "[SOS] source [EOS]" once and keeps every layer's keys
 and values, one copy per sentence: the beam hypotheses of a sentence read the
 same copy (like fairseq's beamable encoder-decoder attention), so beam search
-never copies or reorders them. Each decoding step feeds the previous real token
-and (masked and pseudo-masked methods) a mask token at the next position; the
-real token's keys and values join the per-hypothesis cache, the mask token's
-never do. The causal method (s2s-ft §2.1, Figure 1a) encodes "[SOS] source"
-only: its first step feeds the start token ``[EOS]`` at the first target
-position, which is cached like a real target token and predicts ``t_1``; every
-later step feeds the previous token, whose output predicts the next. Without an
-incremental state the decoder recomputes the whole prefix for the next token
-through the training layout (:mod:`unilm_fairseq.seq2seq_layout`).
+copies them only when finished sentences leave the batch. Each decoding step
+feeds the previous real token and (masked and pseudo-masked methods) a mask
+token at the next position; the real token's keys and values join the
+per-hypothesis cache, the mask token's never do. The causal method (s2s-ft
+§2.1, Figure 1a) encodes "[SOS] source" only: its first step feeds the start
+token ``[EOS]`` at the first target position, which is cached like a real
+target token and predicts ``t_1``; every later step feeds the previous token,
+whose output predicts the next. Without an incremental state the decoder
+recomputes the whole prefix for the next token through the training layout
+(:mod:`unilm_fairseq.seq2seq_layout`).
 
 Source tokens get the source segment id and every fed token, real or mask, the target segment id:
 0/1, or 4/5 for a UniLM v1 model (:func:`unilm_fairseq.seq2seq_layout.pretrained_segments`), as the
@@ -19,7 +20,16 @@ model's config records them.
 
 Neither view owns parameters: both hold the model's Transformer and LM head
 without registering them, so the state dict, ``.half()`` and ``.to()`` go
-through the model alone.
+through the model alone. Both take the fine-tuning method as ``method``, from
+the model config's ``seq2seq_method`` field.
+
+A cached decoding step reads nothing back from the device. Which copy of the
+source each row reads is settled when the rows are reordered
+(:meth:`UniLMSourceEncoder.reorder_encoder_out`). The position ids a decode can
+reach are known before it starts (:func:`last_decoding_position`), so they are
+checked once per generate call (the task's ``inference_step``, with
+:func:`check_decoding_positions`); recomputed decoding checks the batch it lays
+out on the CPU.
 """
 
 from typing import Dict, List, Optional, Tuple
@@ -29,6 +39,7 @@ from fairseq.models import FairseqEncoder, FairseqIncrementalDecoder
 from torch import Tensor
 
 from .. import masks, seq2seq_layout
+from ..seq2seq_layout import FinetuneMethod
 
 
 def _share(module, name, value):
@@ -59,6 +70,28 @@ def sentence_groups(rows: Tensor) -> Optional[Tensor]:
     return sentences
 
 
+def last_decoding_position(method: FinetuneMethod, source_len: int, steps: int) -> int:
+    """The largest position id a decode uses, for sources of at most ``source_len`` tokens.
+
+    ``steps`` is the last decoding step (fairseq's generator runs steps ``0..max_len``). The source
+    takes positions ``0..source_len - 1``. The target side starts at position ``source_len``, or
+    ``source_len - 1`` in the causal method (its start token is the source's ``[EOS]``). Step ``t``
+    asks for the target at ``start + t`` with a mask token there (masked, pseudo-masked), or feeds
+    the token at ``start + t`` (causal).
+    """
+    start = source_len - 1 if FinetuneMethod(method) == FinetuneMethod.CAUSAL else source_len
+    return max(source_len - 1, start + steps)
+
+
+def check_decoding_positions(last_position: int, max_positions: int) -> None:
+    """A clear error when decoding would use position ``last_position`` of a ``max_positions``-row table."""
+    if last_position >= max_positions:
+        raise ValueError(
+            f"decoding reached position {last_position}, beyond the position table "
+            f"(max_positions={max_positions}); lower --max-len-b or the source length"
+        )
+
+
 def last_real_token(padding: Tensor) -> Tensor:
     """``(B, S)`` padding (either side) -> ``(B, S)`` bool, True at each row's last real token."""
     real = ~padding
@@ -71,13 +104,13 @@ class UniLMSourceEncoder(FairseqEncoder):
         dictionary,
         transformer,
         lm_head,
-        method: str = "pseudo_masked",
+        method: FinetuneMethod = FinetuneMethod.PSEUDO_MASKED,
         segments: Tuple[int, int] = seq2seq_layout.PAIR_SEGMENTS,
     ):
         super().__init__(dictionary)
         _share(self, "transformer", transformer)
         _share(self, "lm_head", lm_head)
-        self.method = method
+        self.method = FinetuneMethod(method)
         self.source_segment = segments[0]
 
     def source_states(self, src_tokens: Tensor):
@@ -94,7 +127,7 @@ class UniLMSourceEncoder(FairseqEncoder):
             ``positions`` ``(B, S)``; ``padding`` is True outside the source segment.
         """
         padding = src_tokens.eq(self.dictionary.pad())
-        if self.method == "causal":
+        if self.method == FinetuneMethod.CAUSAL:
             padding = padding | last_real_token(padding)
         positions = source_positions(padding)
         segments = torch.full_like(src_tokens, self.source_segment)
@@ -108,9 +141,10 @@ class UniLMSourceEncoder(FairseqEncoder):
         Args:
             src_tokens: ``(B, S)`` "[SOS] source [EOS]", padded on either side.
         Returns:
-            dict of lists. Per sentence, never reordered: ``keys``/``values``, one
-            ``(B, H, S, D)`` per layer. Per decoder row, reordered with the beam: ``rows``
-            ``(B,)``, the sentence of each row; ``src_tokens``; ``padding`` and ``positions``
+            dict of lists. Per copy of the source (one per sentence; reordered only as
+            :meth:`reorder_encoder_out` says): ``keys``/``values``, one ``(B, H, S, D)`` per layer.
+            Per decoder row, reordered with the beam: ``rows`` ``(B,)``, the copy each row reads;
+            ``src_tokens``; ``padding`` and ``positions``
             ``(B, S)`` of the source segment (:meth:`source_states`); ``lengths`` ``(B,)``, its
             length, which is the first target position.
         """
@@ -127,11 +161,28 @@ class UniLMSourceEncoder(FairseqEncoder):
         }
 
     def reorder_encoder_out(self, encoder_out: Dict[str, List[Tensor]], new_order):
-        """Reorder the per-row entries; ``rows`` keeps track of which sentence's keys each row reads."""
-        return {
+        """Reorder the per-row entries, keeping the source keys and values read by equal blocks of rows.
+
+        ``rows`` tracks which copy of the keys each row reads. After a reorder every copy is read by
+        one block of consecutive rows, as the decoder expects: beam search's orders keep the copies
+        as they are, or (finished sentences left the batch) gather the remaining ones once; any
+        other order gets one copy per row. Reads the new order back to the host, here rather than
+        in every decoding step.
+        """
+        reordered = {
             key: ts if key in PER_SENTENCE else [t.index_select(0, new_order) for t in ts]
             for key, ts in encoder_out.items()
         }
+        rows = reordered["rows"][0]
+        sentences = sentence_groups(rows)
+        if sentences is not None and len(sentences) == encoder_out["keys"][0].size(0):
+            return reordered  # increasing, so all of them: the blocks read the copies in order
+        kept = rows if sentences is None else sentences
+        for key in PER_SENTENCE:
+            reordered[key] = [t.index_select(0, kept) for t in encoder_out[key]]
+        copies = torch.arange(len(kept), device=rows.device)
+        reordered["rows"] = [copies.repeat_interleave(len(rows) // len(kept))]
+        return reordered
 
 
 class UniLMIncrementalDecoder(FairseqIncrementalDecoder):
@@ -140,13 +191,13 @@ class UniLMIncrementalDecoder(FairseqIncrementalDecoder):
         dictionary,
         transformer,
         lm_head,
-        method: str,
+        method: FinetuneMethod,
         segments: Tuple[int, int] = seq2seq_layout.PAIR_SEGMENTS,
     ):
         super().__init__(dictionary)
         _share(self, "transformer", transformer)
         _share(self, "lm_head", lm_head)
-        self.method = method
+        self.method = FinetuneMethod(method)
         self.segments = tuple(segments)  # source, target
         self.mask_idx = dictionary.index("<mask>")
 
@@ -169,38 +220,6 @@ class UniLMIncrementalDecoder(FairseqIncrementalDecoder):
             logits = self._step(prev_output_tokens, encoder_out, incremental_state)
         return logits.unsqueeze(1), {"attn": None}
 
-    def _check_position(self, position: Tensor):
-        limit = self.max_positions()
-        if int(position.max()) >= limit:
-            raise ValueError(
-                f"decoding reached position {int(position.max())}, beyond the position table "
-                f"(max_positions={limit}); lower --max-len-b or the source length"
-            )
-
-    def _source(self, encoder_out, incremental_state):
-        """The source keys and values for the current rows.
-
-        Returns ``(shared, expanded)``: per-layer ``(keys, values)`` of the sentences, read by
-        equal blocks of consecutive rows (beam search), or, for any other row order, copied per row.
-        One of the two is None. A gather after finished sentences leave the batch is kept in the
-        incremental state, so it happens once, not every step.
-        """
-        rows = encoder_out["rows"][0]
-        num_sentences = encoder_out["keys"][0].size(0)
-        layers = list(zip(encoder_out["keys"], encoder_out["values"]))
-        sentences = sentence_groups(rows)
-        if sentences is None:
-            return None, [(k.index_select(0, rows), v.index_select(0, rows)) for k, v in layers]
-        if len(sentences) == num_sentences:  # sentences are increasing, so these are all of them
-            return layers, None
-        kept = self.get_incremental_state(incremental_state, "source")
-        if kept is None or not torch.equal(kept["sentences"], sentences):
-            kept = {"sentences": sentences}
-            for i, (k, v) in enumerate(layers):
-                kept[f"k{i}"], kept[f"v{i}"] = k.index_select(0, sentences), v.index_select(0, sentences)
-            self.set_incremental_state(incremental_state, "source", kept)
-        return [(kept[f"k{i}"], kept[f"v{i}"]) for i in range(len(layers))], None
-
     def _step(self, tokens, encoder_out, incremental_state) -> Tensor:
         """One decoding step; the cache holds the keys and values of the real target tokens only.
 
@@ -220,38 +239,24 @@ class UniLMIncrementalDecoder(FairseqIncrementalDecoder):
         step = tokens.size(1) - 1
         position = cache["next_position"]
         new_tokens, new_positions = [], []
-        if self.method == "causal" and step == 0:  # the start token: cached, predicts t_1
+        if self.method == FinetuneMethod.CAUSAL and step == 0:  # the start token: cached, predicts t_1
             new_tokens.append(torch.full_like(tokens[:, -1], self.dictionary.eos()))
             new_positions.append(position)
         elif step > 0:  # the token chosen last step becomes context
             new_tokens.append(tokens[:, -1])
             new_positions.append(position)
         fed = len(new_tokens)  # 0 or 1 real token, cached
-        if self.method != "causal":  # ask for the next token with a mask token
+        if self.method != FinetuneMethod.CAUSAL:  # ask for the next token with a mask token
             new_tokens.append(torch.full_like(tokens[:, -1], self.mask_idx))
             new_positions.append(position + len(new_positions))
         x = torch.stack(new_tokens, 1)  # B x n (n = 1 or 2)
-        positions = torch.stack(new_positions, 1)
-        self._check_position(positions)
-        n = x.size(1)
-        # keys [source | cached targets | new]: real source tokens and every cached target are
-        # visible; of the new tokens, the real one sees itself and the mask token sees both
-        source_visible = ~encoder_out["padding"][0]
-        cached = cache["key_positions"].size(1)
-        visible = torch.cat(
-            [
-                source_visible.unsqueeze(1).expand(bsz, n, -1),
-                source_visible.new_ones(bsz, n, cached),
-                torch.ones(n, n, dtype=torch.bool, device=x.device).tril().expand(bsz, n, n),
-            ],
-            2,
+        positions = torch.stack(new_positions, 1)  # checked once per decode, not here
+        visible = masks.decoding_step_mask(
+            encoder_out["padding"][0], cache["key_positions"].size(1), x.size(1)
         )
-        shared, expanded = self._source(encoder_out, incremental_state)
+        # each copy of the source is read by a block of consecutive rows (reorder_encoder_out)
+        shared = list(zip(encoder_out["keys"], encoder_out["values"]))
         prefix = [(cache[f"k{i}"], cache[f"v{i}"]) for i in range(len(encoder_out["keys"]))]
-        if expanded is not None:
-            prefix = [
-                (torch.cat([sk, k], 2), torch.cat([sv, v], 2)) for (sk, sv), (k, v) in zip(expanded, prefix)
-            ]
         hidden, kv = self.transformer(
             x,
             torch.full_like(x, self.segments[1]),
@@ -283,15 +288,15 @@ class UniLMIncrementalDecoder(FairseqIncrementalDecoder):
             target = torch.cat([generated, generated.new_full((1,), self.mask_idx)])
             predict = torch.zeros(len(target), dtype=torch.bool)
             predict[-1] = True
-            method = "causal" if self.method == "causal" else "masked"
-            if method == "causal":
+            method = FinetuneMethod.CAUSAL if self.method == FinetuneMethod.CAUSAL else FinetuneMethod.MASKED
+            if method == FinetuneMethod.CAUSAL:
                 predict[:] = True
             examples.append(
                 seq2seq_layout.build_example(source, target, predict, method, self.mask_idx, self.segments)
             )
         batch = seq2seq_layout.collate_examples(examples, pad, segment_pad=self.segments[0])
+        check_decoding_positions(int(batch["positions"].max()), self.max_positions())  # on the CPU
         batch = {k: v.to(tokens.device) for k, v in batch.items()}
-        self._check_position(batch["positions"])
         hidden, _ = self.transformer(
             batch["tokens"], batch["segments"], batch["positions"], batch["attn_mask"]
         )

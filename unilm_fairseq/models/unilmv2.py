@@ -67,8 +67,8 @@ class UniLMv2Config(FairseqDataclass):
         metadata={"help": "activation of the [SOS] pooler in classification heads (BERT: tanh)"},
     )
     pooler_dropout: float = field(default=0.1, metadata={"help": "dropout in classification heads"})
-    seq2seq_method: ChoiceEnum(seq2seq_layout.METHODS) = field(
-        default="pseudo_masked",
+    seq2seq_method: seq2seq_layout.METHOD_CHOICES = field(
+        default=seq2seq_layout.FinetuneMethod.PSEUDO_MASKED.value,
         metadata={
             "help": "how the decoder asks for the next token; --task unilm_seq2seq sets it from "
             "--finetune-method when training and generation reads it from the checkpoint"
@@ -118,7 +118,7 @@ class UniLMv2Model(BaseFairseqModel):
         self.classification_heads = nn.ModuleDict()
         self.span_heads = nn.ModuleDict()
         self.apply(init_bert_params)
-        method = str(cfg.seq2seq_method)
+        method = seq2seq_layout.FinetuneMethod(str(cfg.seq2seq_method))  # checkpoints hold a string
         segments = seq2seq_segments(cfg)
         self.encoder = UniLMSourceEncoder(dictionary, self.transformer, self.lm_head, method, segments)
         self.decoder = UniLMIncrementalDecoder(dictionary, self.transformer, self.lm_head, method, segments)
@@ -313,7 +313,9 @@ def base_architecture(args):
     args.checkpoint_activations = safe_getattr(args, "checkpoint_activations", False)
     args.pooler_activation_fn = safe_getattr(args, "pooler_activation_fn", "tanh")
     args.pooler_dropout = safe_getattr(args, "pooler_dropout", 0.1)
-    args.seq2seq_method = safe_getattr(args, "seq2seq_method", "pseudo_masked")
+    args.seq2seq_method = safe_getattr(
+        args, "seq2seq_method", seq2seq_layout.FinetuneMethod.PSEUDO_MASKED.value
+    )
     args.seq2seq_source_positions = safe_getattr(args, "seq2seq_source_positions", 0)
     args.seq2seq_target_positions = safe_getattr(args, "seq2seq_target_positions", 0)
     args.seq2seq_source_segment = safe_getattr(args, "seq2seq_source_segment", seq2seq_layout.SOURCE_SEGMENT)

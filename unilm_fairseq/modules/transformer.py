@@ -19,6 +19,17 @@ def token_embed_dim(cfg) -> int:
     return getattr(cfg, "token_embed_dim", 0) or cfg.encoder_embed_dim
 
 
+def check_positions(positions: Tensor, max_positions: int) -> None:
+    """A clear error when a position id is past the end of a ``max_positions``-row table.
+
+    Reads the largest id back to the host, so call it where a batch is built, not in a forward pass.
+    """
+    if positions.numel() and int(positions.max()) >= max_positions:
+        raise ValueError(
+            f"position id {int(positions.max())} exceeds the position table (max_positions={max_positions})"
+        )
+
+
 class UniLMEmbeddings(nn.Module):
     """Token + absolute position + segment embeddings, then LayerNorm and dropout.
 
@@ -49,14 +60,20 @@ class UniLMEmbeddings(nn.Module):
         )
 
     def forward(self, tokens: Tensor, segments: Tensor, positions: Tensor) -> Tensor:
-        """``(B, T)`` long each -> ``(B, T, C)`` (``C`` the hidden size)."""
-        max_positions = self.positions.num_embeddings
-        if positions.numel() and int(positions.max()) >= max_positions:
-            raise ValueError(
-                f"position id {int(positions.max())} exceeds the position table "
-                f"(max_positions={max_positions})"
-            )
-        x = self.tokens(tokens) + self.positions(positions)
+        """``(B, T)`` long each -> ``(B, T, C)`` (``C`` the hidden size).
+
+        Reads nothing back from the device: position ids must be inside the table. The seq2seq task
+        checks them once per generate call and recomputed decoding where it lays out its batch;
+        training batches stay inside it through fairseq's size filter (examples longer than the
+        model's ``max_positions`` are rejected or skipped). An id past the table that reaches a CPU
+        lookup still raises :func:`check_positions`'s ValueError.
+        """
+        try:
+            position_embeddings = self.positions(positions)
+        except IndexError:  # raised by CPU lookups only; CUDA asserts on the device instead
+            check_positions(positions, self.positions.num_embeddings)
+            raise
+        x = self.tokens(tokens) + position_embeddings
         if self.segments is not None:
             x = x + self.segments(segments)
         x = self.dropout(self.layer_norm(x))  # B x T x E

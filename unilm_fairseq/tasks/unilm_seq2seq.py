@@ -15,6 +15,7 @@ from omegaconf import II, MISSING, DictConfig, open_dict
 
 from .. import seq2seq_layout
 from ..data.seq2seq_dataset import SOURCE_SPECIALS, TARGET_SPECIALS, Seq2SeqDataset
+from ..models.generation import check_decoding_positions, last_decoding_position
 from ..models.unilmv2 import check_seq2seq_segments
 from ..pretrained import checkpoint_seq2seq_segments, load_pretrained_weights
 from .decoding_conventions import DecodingConventionsConfig, DecodingConventionsTask
@@ -44,8 +45,8 @@ class UniLMSeq2SeqConfig(DecodingConventionsConfig):
     target_lang: Optional[str] = field(
         default=None, metadata={"help": "target language suffix (inferred from the files when unset)"}
     )
-    finetune_method: ChoiceEnum(seq2seq_layout.METHODS) = field(
-        default="pseudo_masked",
+    finetune_method: seq2seq_layout.METHOD_CHOICES = field(
+        default=seq2seq_layout.FinetuneMethod.PSEUDO_MASKED.value,
         metadata={
             "help": "s2s-ft method: causal (next-token), masked (predict [M] targets) or pseudo_masked"
         },
@@ -156,7 +157,7 @@ class UniLMSeq2SeqTask(DecodingConventionsTask, SharedDictionaryTask):
 
     def _dataset(self, src, tgt, indices=None):
         return Seq2SeqDataset(
-            src, tgt, self.dictionary, str(self.cfg.finetune_method), self.cfg.max_source_positions,
+            src, tgt, self.dictionary, self.finetune_method, self.cfg.max_source_positions,
             self.cfg.max_target_positions, seed=self.cfg.seed, indices=indices,
             target_mask_prob=self.cfg.target_mask_prob, word_drop_prob=self.cfg.target_word_drop_prob,
             leave_unmasked_prob=self.cfg.leave_unmasked_prob, random_token_prob=self.cfg.random_token_prob,
@@ -172,6 +173,11 @@ class UniLMSeq2SeqTask(DecodingConventionsTask, SharedDictionaryTask):
                 too_long, len(src_lengths), self.cfg.max_source_positions,
             )  # fmt: skip
         return self._dataset(_TokenList(src_tokens), None)
+
+    @property
+    def finetune_method(self) -> seq2seq_layout.FinetuneMethod:
+        """``--finetune-method`` as a :class:`~unilm_fairseq.seq2seq_layout.FinetuneMethod`."""
+        return seq2seq_layout.FinetuneMethod(str(self.cfg.finetune_method))
 
     @property
     def seq2seq_segments(self) -> Tuple[int, int]:
@@ -196,7 +202,7 @@ class UniLMSeq2SeqTask(DecodingConventionsTask, SharedDictionaryTask):
             self._take_segments_from(cfg)
         needed = self.cfg.max_source_positions + self.cfg.max_target_positions
         if not from_checkpoint:
-            cfg.seq2seq_method = str(self.cfg.finetune_method)
+            cfg.seq2seq_method = self.finetune_method.value  # a plain string in the checkpoint
             for name, recorded in RECORDED.items():
                 setattr(cfg, recorded, getattr(self.cfg, name))
             for recorded, segment in zip(RECORDED_SEGMENTS, self.seq2seq_segments):
@@ -208,7 +214,7 @@ class UniLMSeq2SeqTask(DecodingConventionsTask, SharedDictionaryTask):
                     cfg.max_positions, needed, self.cfg.max_source_positions, self.cfg.max_target_positions,
                 )  # fmt: skip
                 cfg.max_positions = needed
-        elif str(cfg.seq2seq_method) != str(self.cfg.finetune_method):
+        elif seq2seq_layout.FinetuneMethod(str(cfg.seq2seq_method)) != self.finetune_method:
             logger.info("decoding with the checkpoint's method %s", cfg.seq2seq_method)
         check_seq2seq_segments(self.seq2seq_segments, cfg.num_segments)
         model = super().build_model(cfg, from_checkpoint)
@@ -249,9 +255,14 @@ class UniLMSeq2SeqTask(DecodingConventionsTask, SharedDictionaryTask):
                 setattr(model_cfg, name, segment)
 
     def inference_step(self, generator, models, sample, prefix_tokens=None, constraints=None):
-        """Generate, keeping every decoding position inside the position table."""
+        """Generate, keeping every decoding position inside the position table.
+
+        The cap and the check use shapes and options only, so decoding reads no position back from
+        the device: the decoder does not check positions itself.
+        """
         src_len = sample["net_input"]["src_tokens"].size(1)
-        room = min(m.max_decoder_positions() for m in models) - src_len
+        table = min(m.max_decoder_positions() for m in models)
+        room = table - src_len
         if not hasattr(generator, "requested_max_len"):
             generator.requested_max_len = generator.max_len
         generator.max_len = min(generator.requested_max_len, room)
@@ -261,6 +272,9 @@ class UniLMSeq2SeqTask(DecodingConventionsTask, SharedDictionaryTask):
                 "generation capped at %d tokens (asked for %d): sources of %d tokens leave %d rows of the "
                 "position table", generator.max_len - 1, wanted, src_len, room,
             )  # fmt: skip
+        steps = min(wanted, generator.max_len - 1)  # the generator's last step
+        for model in models:
+            check_decoding_positions(last_decoding_position(model.decoder.method, src_len, steps), table)
         return generator.generate(models, sample, prefix_tokens=prefix_tokens, constraints=constraints)
 
     def max_positions(self):
