@@ -13,14 +13,13 @@ release (a token-type vocabulary of 6): bidirectional A/B = 0/1, left-to-right
 """
 
 import logging
-from functools import lru_cache
 from typing import Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 import torch
-from fairseq.data import FairseqDataset
 
 from .complete_batches import CompleteBatchesMixin
+from .seeded import SeededDataset
 from .segment_pair_dataset import SPECIAL_TOKENS_PER_PAIR
 
 logger = logging.getLogger(__name__)
@@ -85,7 +84,7 @@ def split_sentences(block: np.ndarray, eos: int) -> List[np.ndarray]:
     return [p[p != eos] for p in pieces if (p != eos).any()]
 
 
-class UniLMObjectiveDataset(CompleteBatchesMixin, FairseqDataset):
+class UniLMObjectiveDataset(CompleteBatchesMixin, SeededDataset):
     """Pick an objective per example and lay it out, seeded per (seed, epoch, index).
 
     Pairs are cut at a sentence boundary drawn uniformly; a block of one
@@ -112,7 +111,7 @@ class UniLMObjectiveDataset(CompleteBatchesMixin, FairseqDataset):
         objective_weights: Sequence[float],
         nsp_random_prob: float = 0.5,
     ):
-        super().__init__()
+        super().__init__(seed)
         weights = np.asarray(objective_weights, dtype=np.float64)
         if weights.shape != (len(OBJECTIVE_NAMES),) or (weights < 0).any() or weights.sum() <= 0:
             raise ValueError(
@@ -127,8 +126,6 @@ class UniLMObjectiveDataset(CompleteBatchesMixin, FairseqDataset):
         self.first_doc, self.last_doc = document_ranges
         self.bos, self.eos = dictionary.bos(), dictionary.eos()
         self.max_length = max_length
-        self.seed = seed
-        self.epoch = 0
         self.probs = weights / weights.sum()
         self.nsp_random_prob = nsp_random_prob
         # every layout adds at most the pair's specials to the block's tokens
@@ -147,19 +144,15 @@ class UniLMObjectiveDataset(CompleteBatchesMixin, FairseqDataset):
     def num_tokens(self, index):
         return int(self._sizes[index])
 
-    @property
-    def can_reuse_epoch_itr_across_epochs(self):
-        return True  # sizes are upper bounds that do not depend on the epoch
+    def num_tokens_vec(self, indices):
+        return self._sizes[indices]
 
-    def set_epoch(self, epoch, **unused):
-        self.epoch = epoch
+    def ordered_indices(self):
+        """Corpus order: the cloze dataset wrapping these items orders the batches."""
+        return np.arange(len(self), dtype=np.int64)
 
-    def __getitem__(self, index):
-        return self._build(self.seed, self.epoch, index)
-
-    @lru_cache(maxsize=8)
-    def _build(self, seed: int, epoch: int, index: int) -> Dict:
-        rng = np.random.default_rng((seed, epoch, index, OBJECTIVE_STREAM))
+    def __getitem__(self, index) -> Dict:
+        rng = self.rng(index, OBJECTIVE_STREAM)
         objective = int(rng.choice(len(self.probs), p=self.probs))
         sentences = split_sentences(self.dataset[index].numpy(), self.eos)
         if objective in (LEFT_TO_RIGHT, RIGHT_TO_LEFT):

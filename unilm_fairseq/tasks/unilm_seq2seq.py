@@ -14,6 +14,7 @@ from fairseq.utils import safe_getattr
 from omegaconf import II, MISSING, DictConfig, open_dict
 
 from .. import seq2seq_layout
+from ..data.masking import MaskingConfig
 from ..data.seq2seq_dataset import SOURCE_SPECIALS, TARGET_SPECIALS, Seq2SeqDataset
 from ..models.unilmv2 import check_seq2seq_segments
 from ..pretrained import checkpoint_seq2seq_segments, load_pretrained_weights
@@ -61,10 +62,12 @@ class UniLMSeq2SeqConfig(DecodingConventionsConfig):
         },
     )
     leave_unmasked_prob: float = field(
-        default=0.1, metadata={"help": "masked method: predicted targets whose input is left unchanged"}
+        default=MaskingConfig.leave_unmasked_prob,
+        metadata={"help": "masked method: predicted targets whose input is left unchanged"},
     )
     random_token_prob: float = field(
-        default=0.1, metadata={"help": "masked method: predicted targets whose input is a random token"}
+        default=MaskingConfig.random_token_prob,
+        metadata={"help": "masked method: predicted targets whose input is a random token"},
     )
     max_source_positions: Optional[int] = field(
         default=None,
