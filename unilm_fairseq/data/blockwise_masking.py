@@ -5,6 +5,8 @@ from typing import List
 
 import numpy as np
 
+from .masking import MaskingConfig
+
 # Attempts allowed per token before falling back to single-token picks; the
 # fallback only triggers on sequences too short or too fragmented for spans.
 ATTEMPTS_PER_TOKEN = 10
@@ -15,7 +17,7 @@ FLOAT_SLACK = 1e-9
 def blockwise_mask_steps(
     maskable: np.ndarray,
     rng: np.random.Generator,
-    mask_prob: float = 0.15,
+    mask_prob: float = MaskingConfig.mask_prob,
     span_prob: float = 0.4,
     min_span: int = 2,
     max_span: int = 6,
@@ -67,8 +69,8 @@ def corrupt_masked(
     rng: np.random.Generator,
     mask_idx: int,
     random_candidates: np.ndarray,
-    leave_unmasked_prob: float = 0.1,
-    random_token_prob: float = 0.1,
+    leave_unmasked_prob: float = MaskingConfig.leave_unmasked_prob,
+    random_token_prob: float = MaskingConfig.random_token_prob,
 ) -> np.ndarray:
     """BERT's corruption of masked inputs: ``[M]``, a random token, or unchanged.
 

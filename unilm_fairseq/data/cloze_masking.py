@@ -15,6 +15,8 @@ from typing import List
 
 import numpy as np
 
+from .masking import MaskingConfig
+
 # halves round up even when floating point lands just below them (0.35 * 90 is 31.499999999999996)
 FLOAT_SLACK = 1e-9
 
@@ -39,7 +41,7 @@ def free_starts(free: np.ndarray, length: int) -> np.ndarray:
 def cloze_mask_picks(
     maskable: np.ndarray,
     rng: np.random.Generator,
-    mask_prob: float = 0.15,
+    mask_prob: float = MaskingConfig.mask_prob,
     span_prob: float = 0.2,
     max_span: int = 3,
     max_predictions: int = 0,

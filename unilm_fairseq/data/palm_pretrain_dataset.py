@@ -1,16 +1,17 @@
 """PALM pre-training examples: (masked) context for the encoder, continuation for the decoder."""
 
-from functools import lru_cache
 from typing import Dict, List, Sequence
 
 import numpy as np
 import torch
-from fairseq.data import FairseqDataset, data_utils
+from fairseq.data import data_utils
 from fairseq.data.language_pair_dataset import collate
 
 from .blockwise_masking import corrupt_masked
 from .complete_batches import CompleteBatchesMixin
+from .masking import MaskingConfig, random_token_candidates
 from .palm_fragments import Fragment
+from .seeded import SeededDataset
 
 
 def bert_mask_positions(maskable: np.ndarray, rng: np.random.Generator, mask_prob: float) -> np.ndarray:
@@ -31,7 +32,7 @@ def bert_mask_positions(maskable: np.ndarray, rng: np.random.Generator, mask_pro
     return np.sort(rng.choice(candidates, size=count, replace=False))
 
 
-class PALMPretrainDataset(CompleteBatchesMixin, FairseqDataset):
+class PALMPretrainDataset(CompleteBatchesMixin, SeededDataset):
     """Pairs from :func:`~unilm_fairseq.data.palm_fragments.corpus_fragments` over binarized lines.
 
     Item ``i`` is fragment ``i``: ``source`` = its context plus ``</s>`` (with the
@@ -51,13 +52,13 @@ class PALMPretrainDataset(CompleteBatchesMixin, FairseqDataset):
         fragments: Sequence[Fragment],
         dictionary,
         seed: int,
-        mask_prob: float = 0.15,
-        leave_unmasked_prob: float = 0.1,
-        random_token_prob: float = 0.1,
+        mask_prob: float = MaskingConfig.mask_prob,
+        leave_unmasked_prob: float = MaskingConfig.leave_unmasked_prob,
+        random_token_prob: float = MaskingConfig.random_token_prob,
         left_pad_source: bool = False,
         shuffle: bool = True,
     ):
-        super().__init__()
+        super().__init__(seed)
         self.lines = lines
         self.fragment = np.array(
             [(f.first_line, f.num_lines, f.length, f.context) for f in fragments], dtype=np.int64
@@ -65,10 +66,7 @@ class PALMPretrainDataset(CompleteBatchesMixin, FairseqDataset):
         self.pad, self.eos = dictionary.pad(), dictionary.eos()
         self.mask_idx = dictionary.index("<mask>")
         self.special = np.array([dictionary.bos(), dictionary.eos(), dictionary.pad(), dictionary.unk()])
-        self.random_candidates = np.array(
-            [i for i in range(dictionary.nspecial, len(dictionary)) if i != self.mask_idx]
-        )
-        self.seed, self.epoch = seed, 0
+        self.random_candidates = random_token_candidates(dictionary, self.mask_idx)
         self.mask_prob = mask_prob
         self.corrupt_args = dict(leave_unmasked_prob=leave_unmasked_prob, random_token_prob=random_token_prob)
         self.left_pad_source = left_pad_source
@@ -94,9 +92,7 @@ class PALMPretrainDataset(CompleteBatchesMixin, FairseqDataset):
 
     def ordered_indices(self):
         """Shuffled (seeded), then stably sorted by target then source length, as fairseq's pair data."""
-        order = (
-            np.random.default_rng(self.seed).permutation(len(self)) if self.shuffle else np.arange(len(self))
-        )
+        order = self.shuffled_indices() if self.shuffle else np.arange(len(self))
         order = order[np.argsort(self.tgt_sizes[order], kind="stable")]
         return order[np.argsort(self.src_sizes[order], kind="stable")]
 
@@ -104,13 +100,6 @@ class PALMPretrainDataset(CompleteBatchesMixin, FairseqDataset):
         return data_utils.filter_paired_dataset_indices_by_size(
             self.src_sizes, self.tgt_sizes, indices, max_sizes
         )
-
-    @property
-    def can_reuse_epoch_itr_across_epochs(self):
-        return True  # only the masks change between epochs, not the sizes
-
-    def set_epoch(self, epoch, **unused):
-        self.epoch = epoch
 
     def text(self, index: int) -> torch.Tensor:
         """``(length,)`` the fragment's tokens: its lines without their ``</s>``, cut to length."""
@@ -121,18 +110,14 @@ class PALMPretrainDataset(CompleteBatchesMixin, FairseqDataset):
             pieces.append(tokens[:-1] if len(tokens) and tokens[-1] == self.eos else tokens)
         return torch.cat(pieces)[:length].long()
 
-    def __getitem__(self, index):
-        return self._build(self.seed, self.epoch, index)
-
-    @lru_cache(maxsize=8)
-    def _build(self, seed: int, epoch: int, index: int) -> Dict[str, torch.Tensor]:
+    def __getitem__(self, index) -> Dict[str, torch.Tensor]:
         context = int(self.fragment[index, 3])
         text = self.text(index)
         eos = torch.tensor([self.eos])
         source = torch.cat([text[:context], eos])
         mlm_target = torch.full_like(source, self.pad)
         if self.mask_prob > 0:
-            rng = np.random.default_rng((seed, epoch, index))
+            rng = self.rng(index)
             original = source.numpy()
             masked = bert_mask_positions(~np.isin(original, self.special), rng, self.mask_prob)
             corrupted = original.copy()

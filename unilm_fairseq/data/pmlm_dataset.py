@@ -1,20 +1,21 @@
 """UniLMv2 pseudo-masked LM examples: "[context with [M]] + appended [P]/original blocks"."""
 
-from functools import lru_cache
 from typing import Dict, List
 
 import numpy as np
 import torch
-from fairseq.data import FairseqDataset, data_utils
+from fairseq.data import data_utils
 
 from .. import masks
 from .blockwise_masking import blockwise_mask_steps, corrupt_masked
 from .complete_batches import CompleteBatchesMixin
+from .masking import MaskingConfig, random_token_candidates
+from .seeded import SeededDataset
 
 CONTEXT, ORIGINAL, PSEUDO = 0, 1, 2
 
 
-class PMLMDataset(CompleteBatchesMixin, FairseqDataset):
+class PMLMDataset(CompleteBatchesMixin, SeededDataset):
     """Blockwise masking plus the PMLM layout, seeded per (seed, epoch, index).
 
     Each item of the wrapped dataset (``{"tokens", "segments"}``) becomes:
@@ -45,18 +46,18 @@ class PMLMDataset(CompleteBatchesMixin, FairseqDataset):
         dictionary,
         mask_idx: int,
         seed: int,
-        mask_prob=0.15,
+        mask_prob=MaskingConfig.mask_prob,
         span_prob=0.4,
         min_span=2,
         max_span=6,
-        leave_unmasked_prob=0.1,
-        random_token_prob=0.1,
+        leave_unmasked_prob=MaskingConfig.leave_unmasked_prob,
+        random_token_prob=MaskingConfig.random_token_prob,
         ae=True,
         par=True,
         blockwise=True,
         par_skip_unchanged=False,
     ):
-        super().__init__()
+        super().__init__(seed)
         self.dataset = dataset
         if not (ae or par):
             raise ValueError("at least one of the AE and PAR objectives must be on")
@@ -68,15 +69,11 @@ class PMLMDataset(CompleteBatchesMixin, FairseqDataset):
         self.pad = dictionary.pad()
         self.special = np.array([dictionary.bos(), dictionary.eos(), dictionary.pad()])
         self.mask_idx = mask_idx
-        self.seed = seed
-        self.epoch = 0
         self.mask_args = dict(mask_prob=mask_prob, span_prob=span_prob, min_span=min_span, max_span=max_span)
         self.corrupt_args = dict(leave_unmasked_prob=leave_unmasked_prob, random_token_prob=random_token_prob)
         self.ae, self.par, self.blockwise = ae, par, blockwise
         self.par_skip_unchanged = par_skip_unchanged
-        self.random_candidates = np.array(
-            [i for i in range(dictionary.nspecial, len(dictionary)) if i != mask_idx]
-        )
+        self.random_candidates = random_token_candidates(dictionary, mask_idx)
         context = np.asarray(dataset.sizes)
         # batching needs a fixed upper bound: the masked budget can overshoot by one span
         most_masked = np.ceil(mask_prob * context).astype(np.int64) + max_span
@@ -93,32 +90,16 @@ class PMLMDataset(CompleteBatchesMixin, FairseqDataset):
     def size(self, index):
         return self.dataset.size(index)
 
-    def ordered_indices(self):
-        """Shuffled (seeded), then stably sorted by length so batches pad little."""
-        shuffled = np.random.default_rng(self.seed).permutation(len(self))
-        return shuffled[np.argsort(self._num_tokens[shuffled], kind="stable")]
-
-    @property
-    def can_reuse_epoch_itr_across_epochs(self):
-        return True  # only the masks change between epochs, not the sizes
-
-    def set_epoch(self, epoch, **unused):
-        self.epoch = epoch
-
     def num_tokens(self, index):
         return int(self._num_tokens[index])
 
     def num_tokens_vec(self, indices):
         return self._num_tokens[indices]
 
-    def __getitem__(self, index):
-        return self._build(self.seed, self.epoch, index)
-
-    @lru_cache(maxsize=8)
-    def _build(self, seed: int, epoch: int, index: int) -> Dict[str, torch.Tensor]:
+    def __getitem__(self, index) -> Dict[str, torch.Tensor]:
         item = self.dataset[index]
         tokens, segments = item["tokens"].numpy(), item["segments"].numpy()
-        rng = np.random.default_rng((seed, epoch, index))
+        rng = self.rng(index)
         maskable = ~np.isin(tokens, self.special)
         steps = blockwise_mask_steps(maskable, rng, **self.mask_args)
         if not self.blockwise:

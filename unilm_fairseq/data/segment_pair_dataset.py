@@ -5,9 +5,7 @@ import torch
 from fairseq.data import FairseqDataset
 
 from .complete_batches import CompleteBatchesMixin
-
-# "[SOS]" plus one "[EOS]" closing each of the two segments
-SPECIAL_TOKENS_PER_PAIR = 3
+from .segment_pairs import SPECIAL_TOKENS_PER_PAIR, cut_between_sentences, pair_tokens, split_sentences
 
 
 class SegmentPairDataset(CompleteBatchesMixin, FairseqDataset):
@@ -16,7 +14,7 @@ class SegmentPairDataset(CompleteBatchesMixin, FairseqDataset):
     The block's sentence-final ``eos`` tokens mark the candidate split points;
     interior ones are dropped so each segment ends with exactly one ``[EOS]``.
     A block of one sentence becomes "[SOS] S1 [EOS]". Items longer than
-    ``max_length`` lose tokens from the end of their longer segment.
+    ``max_length`` are trimmed by :func:`~unilm_fairseq.data.segment_pairs.trim_pair`.
 
     Item: ``{"tokens": (N,) long, "segments": (N,) long}`` with ``N <= max_length``.
     """
@@ -46,26 +44,12 @@ class SegmentPairDataset(CompleteBatchesMixin, FairseqDataset):
 
     def __getitem__(self, index):
         block = self.dataset[index].numpy()
-        sentences = [s for s in np.split(block, np.flatnonzero(block == self.eos) + 1) if len(s)]
-        sentences = [s[s != self.eos] for s in sentences]
-        sentences = [s for s in sentences if len(s)]
+        sentences = split_sentences(block, self.eos)
         if len(sentences) > 1:
-            rng = np.random.default_rng((self.seed, index))
-            cut = int(rng.integers(1, len(sentences)))
-            first, second = np.concatenate(sentences[:cut]), np.concatenate(sentences[cut:])
+            first, second = cut_between_sentences(sentences, np.random.default_rng((self.seed, index)))
         else:
             first = sentences[0] if sentences else block[:0]
             second = block[:0]
-        budget = self.max_length - SPECIAL_TOKENS_PER_PAIR + (len(second) == 0)
-        while len(first) + len(second) > budget:  # trim the longer segment, one token at a time
-            if len(first) >= len(second):
-                first = first[:-1]
-            else:
-                second = second[:-1]
-        pieces = [[self.bos], first, [self.eos]]
-        segments = [np.zeros(len(first) + 2, dtype=np.int64)]
-        if len(second):
-            pieces += [second, [self.eos]]
-            segments.append(np.ones(len(second) + 1, dtype=np.int64))
-        tokens = np.concatenate([np.asarray(p, dtype=np.int64) for p in pieces])
-        return {"tokens": torch.from_numpy(tokens), "segments": torch.from_numpy(np.concatenate(segments))}
+        tokens, source_len, _ = pair_tokens(first, second, self.bos, self.eos, self.max_length)
+        segments = (np.arange(len(tokens)) >= source_len).astype(np.int64)
+        return {"tokens": torch.from_numpy(tokens), "segments": torch.from_numpy(segments)}

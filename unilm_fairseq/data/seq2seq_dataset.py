@@ -1,22 +1,23 @@
 """(source, target) pairs for s2s-ft: seeded target noise and the packed training layout."""
 
-from functools import lru_cache
 from typing import Dict, List, Optional, Tuple
 
 import numpy as np
 import torch
-from fairseq.data import FairseqDataset, data_utils
+from fairseq.data import data_utils
 
 from .. import seq2seq_layout
 from ..seq2seq_layout import FinetuneMethod
 from .blockwise_masking import corrupt_masked
 from .complete_batches import CompleteBatchesMixin
+from .masking import MaskingConfig, random_token_candidates
+from .seeded import SeededDataset
 
 # "[SOS]" and "[EOS]" around the source; the target ends with its own "[EOS]"
 SOURCE_SPECIALS, TARGET_SPECIALS = 2, 1
 
 
-class Seq2SeqDataset(CompleteBatchesMixin, FairseqDataset):
+class Seq2SeqDataset(CompleteBatchesMixin, SeededDataset):
     """Pairs from ``fairseq-preprocess`` (each line ends with ``</s>``) in s2s-ft's layout.
 
     Items hold ``source`` "[SOS] source [EOS]" (truncated to ``max_source_positions``)
@@ -50,26 +51,22 @@ class Seq2SeqDataset(CompleteBatchesMixin, FairseqDataset):
         indices: Optional[np.ndarray] = None,
         target_mask_prob: float = 0.5,
         word_drop_prob: float = 0.0,
-        leave_unmasked_prob: float = 0.1,
-        random_token_prob: float = 0.1,
+        leave_unmasked_prob: float = MaskingConfig.leave_unmasked_prob,
+        random_token_prob: float = MaskingConfig.random_token_prob,
         segments: Tuple[int, int] = seq2seq_layout.PAIR_SEGMENTS,
     ):
-        super().__init__()
+        super().__init__(seed)
         self.method = FinetuneMethod(method)  # a clear ValueError for an unknown one
         self.src, self.tgt = src, tgt
         self.dictionary = dictionary
         self.segments = tuple(segments)
         self.max_source_positions = max_source_positions
         self.max_target_positions = max_target_positions
-        self.seed = seed
-        self.epoch = 0
         self.target_mask_prob = target_mask_prob
         self.word_drop_prob = word_drop_prob
         self.corrupt_args = dict(leave_unmasked_prob=leave_unmasked_prob, random_token_prob=random_token_prob)
         self.mask_idx = dictionary.index("<mask>")
-        self.random_candidates = np.array(
-            [i for i in range(dictionary.nspecial, len(dictionary)) if i != self.mask_idx]
-        )
+        self.random_candidates = random_token_candidates(dictionary, self.mask_idx)
         self.indices = np.arange(len(src)) if indices is None else np.asarray(indices)
         # src lines end with </s>; the item adds [SOS]
         self.src_sizes = np.minimum(np.asarray(src.sizes)[self.indices] + 1, max_source_positions)
@@ -98,22 +95,7 @@ class Seq2SeqDataset(CompleteBatchesMixin, FairseqDataset):
         extra = self.tgt_sizes[indices] if self.method == FinetuneMethod.PSEUDO_MASKED else 0
         return self.src_sizes[indices] + self.tgt_sizes[indices] + extra
 
-    def ordered_indices(self):
-        shuffled = np.random.default_rng(self.seed).permutation(len(self))
-        return shuffled[np.argsort(self.num_tokens_vec(shuffled), kind="stable")]
-
-    @property
-    def can_reuse_epoch_itr_across_epochs(self):
-        return True  # only the noise changes between epochs
-
-    def set_epoch(self, epoch, **unused):
-        self.epoch = epoch
-
-    def __getitem__(self, index):
-        return self._build(self.seed, self.epoch, index)
-
-    @lru_cache(maxsize=8)
-    def _build(self, seed: int, epoch: int, index: int) -> Dict:
+    def __getitem__(self, index) -> Dict:
         raw = int(self.indices[index])
         d = self.dictionary
         body = self.src[raw][:-1][: self.max_source_positions - SOURCE_SPECIALS]
@@ -123,7 +105,7 @@ class Seq2SeqDataset(CompleteBatchesMixin, FairseqDataset):
             return item
         target = self.tgt[raw][:-1][: self.max_target_positions - TARGET_SPECIALS]
         target = torch.cat([target, torch.tensor([d.eos()])])
-        rng = np.random.default_rng((seed, epoch, index))
+        rng = self.rng(index)
         inputs, predict = target.clone(), torch.ones(len(target), dtype=torch.bool)
         if self.method == FinetuneMethod.MASKED:
             chosen = rng.random(len(target)) < self.target_mask_prob

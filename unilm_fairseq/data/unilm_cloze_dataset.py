@@ -1,16 +1,17 @@
 """UniLM v1 cloze task over objective examples: masking, corruption and batching."""
 
-from functools import lru_cache
 from typing import Dict, List
 
 import numpy as np
 import torch
-from fairseq.data import FairseqDataset, data_utils
+from fairseq.data import data_utils
 
 from .. import masks
 from .blockwise_masking import corrupt_masked
 from .cloze_masking import cloze_mask_picks
 from .complete_batches import CompleteBatchesMixin
+from .masking import MaskingConfig, random_token_candidates
+from .seeded import SeededDataset
 from .unilm_objectives import CLOZE_STREAM, LEFT_TO_RIGHT, RIGHT_TO_LEFT, SEQ2SEQ
 
 
@@ -28,7 +29,7 @@ def objective_mask(objective: int, length: int, source_len: int) -> torch.Tensor
     return masks.bidirectional_mask(length)
 
 
-class UniLMClozeDataset(CompleteBatchesMixin, FairseqDataset):
+class UniLMClozeDataset(CompleteBatchesMixin, SeededDataset):
     """Mask tokens of every objective's example, seeded per (seed, epoch, index).
 
     Any token but the specials may be masked, in both segments of a pair: the
@@ -46,27 +47,23 @@ class UniLMClozeDataset(CompleteBatchesMixin, FairseqDataset):
         dictionary,
         mask_idx: int,
         seed: int,
-        mask_prob=0.15,
+        mask_prob=MaskingConfig.mask_prob,
         span_prob=0.2,
         max_span=3,
         max_predictions=0,
-        leave_unmasked_prob=0.1,
-        random_token_prob=0.1,
+        leave_unmasked_prob=MaskingConfig.leave_unmasked_prob,
+        random_token_prob=MaskingConfig.random_token_prob,
     ):
-        super().__init__()
+        super().__init__(seed)
         self.dataset = dataset
         self.pad = dictionary.pad()
         self.special = np.array([dictionary.bos(), dictionary.eos(), dictionary.pad()])
         self.mask_idx = mask_idx
-        self.seed = seed
-        self.epoch = 0
         self.mask_args = dict(
             mask_prob=mask_prob, span_prob=span_prob, max_span=max_span, max_predictions=max_predictions
         )
         self.corrupt_args = dict(leave_unmasked_prob=leave_unmasked_prob, random_token_prob=random_token_prob)
-        self.random_candidates = np.array(
-            [i for i in range(dictionary.nspecial, len(dictionary)) if i != mask_idx]
-        )
+        self.random_candidates = random_token_candidates(dictionary, mask_idx)
 
     def __len__(self):
         return len(self.dataset)
@@ -81,27 +78,17 @@ class UniLMClozeDataset(CompleteBatchesMixin, FairseqDataset):
     def num_tokens(self, index):
         return self.dataset.num_tokens(index)
 
-    def ordered_indices(self):
-        """Shuffled (seeded), then stably sorted by length so batches pad little."""
-        shuffled = np.random.default_rng(self.seed).permutation(len(self))
-        return shuffled[np.argsort(np.asarray(self.sizes)[shuffled], kind="stable")]
-
-    @property
-    def can_reuse_epoch_itr_across_epochs(self):
-        return True
+    def num_tokens_vec(self, indices):
+        return np.asarray(self.sizes)[indices]
 
     def set_epoch(self, epoch, **unused):
-        self.epoch = epoch
+        super().set_epoch(epoch)
         self.dataset.set_epoch(epoch)
 
-    def __getitem__(self, index):
-        return self._build(self.seed, self.epoch, index)
-
-    @lru_cache(maxsize=8)
-    def _build(self, seed: int, epoch: int, index: int) -> Dict:
-        item = dict(self.dataset[index])  # a copy: the wrapped item may be cached
+    def __getitem__(self, index) -> Dict:
+        item = dict(self.dataset[index])  # a copy: the wrapped dataset's item is not ours to change
         tokens = item["tokens"].numpy()
-        rng = np.random.default_rng((seed, epoch, index, CLOZE_STREAM))
+        rng = self.rng(index, CLOZE_STREAM)
         picks = cloze_mask_picks(~np.isin(tokens, self.special), rng, **self.mask_args)
         masked = np.concatenate(picks) if picks else np.zeros(0, dtype=np.int64)
         source, target = tokens.copy(), np.full_like(tokens, self.pad)

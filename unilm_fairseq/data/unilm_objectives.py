@@ -13,15 +13,14 @@ release (a token-type vocabulary of 6): bidirectional A/B = 0/1, left-to-right
 """
 
 import logging
-from functools import lru_cache
 from typing import Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 import torch
-from fairseq.data import FairseqDataset
 
 from .complete_batches import CompleteBatchesMixin
-from .segment_pair_dataset import SPECIAL_TOKENS_PER_PAIR
+from .seeded import SeededDataset
+from .segment_pairs import SPECIAL_TOKENS_PER_PAIR, cut_between_sentences, pair_tokens, split_sentences
 
 logger = logging.getLogger(__name__)
 
@@ -67,25 +66,7 @@ def other_document_block(
     return draw if draw < before else after + draw - before
 
 
-def trim_pair(len_a: int, len_b: int, budget: int) -> Tuple[int, int]:
-    """Lengths kept of two segments so that they fit ``budget`` tokens.
-
-    The longer one is cut first; when both exceed half the budget each keeps
-    (about) half, A the larger half.
-    """
-    if len_a + len_b <= budget:
-        return len_a, len_b
-    short = min(len_a, len_b, budget // 2)
-    return (budget - short, short) if len_a >= len_b else (short, budget - short)
-
-
-def split_sentences(block: np.ndarray, eos: int) -> List[np.ndarray]:
-    """Sentences of a block, their eos removed, empty ones dropped."""
-    pieces = np.split(block, np.flatnonzero(block == eos) + 1)
-    return [p[p != eos] for p in pieces if (p != eos).any()]
-
-
-class UniLMObjectiveDataset(CompleteBatchesMixin, FairseqDataset):
+class UniLMObjectiveDataset(CompleteBatchesMixin, SeededDataset):
     """Pick an objective per example and lay it out, seeded per (seed, epoch, index).
 
     Pairs are cut at a sentence boundary drawn uniformly; a block of one
@@ -95,7 +76,7 @@ class UniLMObjectiveDataset(CompleteBatchesMixin, FairseqDataset):
     another document, cut to the true B's length) unless the block has no B
     (one token) or the corpus no other document: then its label is ``NO_NSP``
     and ``nsp_skipped`` is set. Items longer than ``max_length`` are trimmed
-    (:func:`trim_pair`) and flagged ``trimmed``.
+    (:func:`~unilm_fairseq.data.segment_pairs.trim_pair`) and flagged ``trimmed``.
 
     Item: ``tokens``, ``segments`` ``(N,)`` long; ``objective``, ``source_len``
     (the seq2seq source "[SOS] A [EOS]"; ``N`` for other objectives),
@@ -112,7 +93,7 @@ class UniLMObjectiveDataset(CompleteBatchesMixin, FairseqDataset):
         objective_weights: Sequence[float],
         nsp_random_prob: float = 0.5,
     ):
-        super().__init__()
+        super().__init__(seed)
         weights = np.asarray(objective_weights, dtype=np.float64)
         if weights.shape != (len(OBJECTIVE_NAMES),) or (weights < 0).any() or weights.sum() <= 0:
             raise ValueError(
@@ -127,8 +108,6 @@ class UniLMObjectiveDataset(CompleteBatchesMixin, FairseqDataset):
         self.first_doc, self.last_doc = document_ranges
         self.bos, self.eos = dictionary.bos(), dictionary.eos()
         self.max_length = max_length
-        self.seed = seed
-        self.epoch = 0
         self.probs = weights / weights.sum()
         self.nsp_random_prob = nsp_random_prob
         # every layout adds at most the pair's specials to the block's tokens
@@ -147,19 +126,15 @@ class UniLMObjectiveDataset(CompleteBatchesMixin, FairseqDataset):
     def num_tokens(self, index):
         return int(self._sizes[index])
 
-    @property
-    def can_reuse_epoch_itr_across_epochs(self):
-        return True  # sizes are upper bounds that do not depend on the epoch
+    def num_tokens_vec(self, indices):
+        return self._sizes[indices]
 
-    def set_epoch(self, epoch, **unused):
-        self.epoch = epoch
+    def ordered_indices(self):
+        """Corpus order: the cloze dataset wrapping these items orders the batches."""
+        return np.arange(len(self), dtype=np.int64)
 
-    def __getitem__(self, index):
-        return self._build(self.seed, self.epoch, index)
-
-    @lru_cache(maxsize=8)
-    def _build(self, seed: int, epoch: int, index: int) -> Dict:
-        rng = np.random.default_rng((seed, epoch, index, OBJECTIVE_STREAM))
+    def __getitem__(self, index) -> Dict:
+        rng = self.rng(index, OBJECTIVE_STREAM)
         objective = int(rng.choice(len(self.probs), p=self.probs))
         sentences = split_sentences(self.dataset[index].numpy(), self.eos)
         if objective in (LEFT_TO_RIGHT, RIGHT_TO_LEFT):
@@ -192,16 +167,8 @@ class UniLMObjectiveDataset(CompleteBatchesMixin, FairseqDataset):
                     skipped = True
             else:
                 label = IS_NEXT
-        budget = self.max_length - SPECIAL_TOKENS_PER_PAIR + (len(second) == 0)
-        len_a, len_b = trim_pair(len(first), len(second), budget)
-        trimmed = (len_a, len_b) != (len(first), len(second))
-        first, second = first[:len_a], second[:len_b]
+        tokens, source_len, trimmed = pair_tokens(first, second, self.bos, self.eos, self.max_length)
         seg_a, seg_b = SEGMENT_IDS[objective]
-        pieces = [[self.bos], first, [self.eos]]
-        if len(second):
-            pieces += [second, [self.eos]]
-        tokens = np.concatenate([np.asarray(p, dtype=np.int64) for p in pieces])
-        source_len = len(first) + 2
         segments = np.where(np.arange(len(tokens)) < source_len, seg_a, seg_b)
         return dict(
             tokens=tokens,
@@ -216,8 +183,7 @@ class UniLMObjectiveDataset(CompleteBatchesMixin, FairseqDataset):
     def _cut(sentences: List[np.ndarray], rng) -> Tuple[np.ndarray, np.ndarray]:
         """A at a sentence boundary drawn uniformly; inside the one sentence if there is one."""
         if len(sentences) > 1:
-            cut = int(rng.integers(1, len(sentences)))
-            return np.concatenate(sentences[:cut]), np.concatenate(sentences[cut:])
+            return cut_between_sentences(sentences, rng)
         text = sentences[0] if sentences else np.zeros(0, dtype=np.int64)
         if len(text) < 2:
             return text, text[:0]

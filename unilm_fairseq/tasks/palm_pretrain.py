@@ -20,6 +20,7 @@ from fairseq.dataclass import FairseqDataclass
 from fairseq.tasks import register_task
 from omegaconf import II, MISSING
 
+from ..data.masking import MaskingConfig
 from ..data.palm_fragments import (
     MAX_CONTEXT_TOKENS,
     MAX_CONTINUATION_TOKENS,
@@ -83,12 +84,15 @@ class PALMPretrainConfig(FairseqDataclass):
             "mid-sentence at that point, moved into the limits (this project's choice)"
         },
     )
-    mask_prob: float = field(default=0.15, metadata={"help": "share of context tokens masked for the MLM"})
+    mask_prob: float = field(
+        default=MaskingConfig.mask_prob, metadata={"help": "share of context tokens masked for the MLM"}
+    )
     leave_unmasked_prob: float = field(
-        default=0.1, metadata={"help": "share of masked inputs left unchanged"}
+        default=MaskingConfig.leave_unmasked_prob, metadata={"help": "share of masked inputs left unchanged"}
     )
     random_token_prob: float = field(
-        default=0.1, metadata={"help": "share of masked inputs replaced by a random token"}
+        default=MaskingConfig.random_token_prob,
+        metadata={"help": "share of masked inputs replaced by a random token"},
     )
     mlm_weight: float = field(
         default=0.0,

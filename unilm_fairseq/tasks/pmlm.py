@@ -9,6 +9,7 @@ from fairseq.dataclass import ChoiceEnum
 from fairseq.tasks import register_task
 
 from ..data import PMLMDataset, SegmentPairDataset
+from ..data.masking import MaskingConfig
 from .shared_dictionary import DOCUMENT_SEP_LEN, SharedDictionaryTask, TextBlocksConfig, text_blocks
 
 logger = logging.getLogger(__name__)
@@ -18,15 +19,19 @@ OBJECTIVES = ChoiceEnum(["ae,par", "ae", "par"])
 
 @dataclass
 class PMLMConfig(TextBlocksConfig):
-    mask_prob: float = field(default=0.15, metadata={"help": "fraction of tokens masked (Algorithm 1)"})
+    mask_prob: float = field(
+        default=MaskingConfig.mask_prob, metadata={"help": "fraction of tokens masked (Algorithm 1)"}
+    )
     span_prob: float = field(default=0.4, metadata={"help": "probability that a masking step is a span"})
     min_span_length: int = field(default=2, metadata={"help": "shortest masked span"})
     max_span_length: int = field(default=6, metadata={"help": "longest masked span"})
     leave_unmasked_prob: float = field(
-        default=0.1, metadata={"help": "fraction of masked inputs left unchanged (AE objective)"}
+        default=MaskingConfig.leave_unmasked_prob,
+        metadata={"help": "fraction of masked inputs left unchanged (AE objective)"},
     )
     random_token_prob: float = field(
-        default=0.1, metadata={"help": "fraction of masked inputs replaced by a random token (AE objective)"}
+        default=MaskingConfig.random_token_prob,
+        metadata={"help": "fraction of masked inputs replaced by a random token (AE objective)"},
     )
     objectives: OBJECTIVES = field(
         default="ae,par",

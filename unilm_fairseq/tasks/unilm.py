@@ -13,6 +13,7 @@ import numpy as np
 from fairseq.data import Dictionary
 from fairseq.tasks import register_task
 
+from ..data.masking import MaskingConfig
 from ..data.unilm_cloze_dataset import UniLMClozeDataset
 from ..data.unilm_objectives import (
     NUM_SEGMENTS,
@@ -41,7 +42,7 @@ class UniLMConfig(TextBlocksConfig):
             "help": "probability that a bidirectional pair's second segment comes from another document"
         },
     )
-    mask_prob: float = field(default=0.15, metadata={"help": "fraction of tokens masked"})
+    mask_prob: float = field(default=MaskingConfig.mask_prob, metadata={"help": "fraction of tokens masked"})
     span_prob: float = field(
         default=0.2, metadata={"help": "probability that a masking pick is an n-gram instead of one token"}
     )
@@ -52,10 +53,12 @@ class UniLMConfig(TextBlocksConfig):
         default=0, metadata={"help": "cap on masked tokens per example (BERT's max_pred); 0: no cap"}
     )
     leave_unmasked_prob: float = field(
-        default=0.1, metadata={"help": "fraction of masked inputs left unchanged"}
+        default=MaskingConfig.leave_unmasked_prob,
+        metadata={"help": "fraction of masked inputs left unchanged"},
     )
     random_token_prob: float = field(
-        default=0.1, metadata={"help": "fraction of masked inputs replaced by a random token"}
+        default=MaskingConfig.random_token_prob,
+        metadata={"help": "fraction of masked inputs replaced by a random token"},
     )
     pretrained_checkpoint: Optional[str] = field(
         default=None,

@@ -14,6 +14,7 @@ from fairseq.utils import safe_getattr
 from omegaconf import II, MISSING, DictConfig, open_dict
 
 from .. import seq2seq_layout
+from ..data.masking import MaskingConfig
 from ..data.seq2seq_dataset import SOURCE_SPECIALS, TARGET_SPECIALS, Seq2SeqDataset
 from ..models.generation import check_decoding_positions, last_decoding_position
 from ..models.unilmv2 import check_seq2seq_segments
@@ -62,10 +63,12 @@ class UniLMSeq2SeqConfig(DecodingConventionsConfig):
         },
     )
     leave_unmasked_prob: float = field(
-        default=0.1, metadata={"help": "masked method: predicted targets whose input is left unchanged"}
+        default=MaskingConfig.leave_unmasked_prob,
+        metadata={"help": "masked method: predicted targets whose input is left unchanged"},
     )
     random_token_prob: float = field(
-        default=0.1, metadata={"help": "masked method: predicted targets whose input is a random token"}
+        default=MaskingConfig.random_token_prob,
+        metadata={"help": "masked method: predicted targets whose input is a random token"},
     )
     max_source_positions: Optional[int] = field(
         default=None,

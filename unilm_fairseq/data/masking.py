@@ -1,0 +1,32 @@
+"""BERT's masking rates, shared by every masked objective of this package."""
+
+from dataclasses import dataclass
+
+import numpy as np
+
+
+@dataclass(frozen=True)
+class MaskingConfig:
+    """How many tokens are masked and what their inputs become.
+
+    The values are BERT's (Devlin et al. 2019), which UniLM v1 (§2.4) and
+    UniLMv2 (§4.1) state for pre-training: 15% of the tokens are masked; of
+    those, 80% become the mask token, 10% a random token and 10% stay. PALM
+    (§2.1) masks "following BERT's practice"; s2s-ft's masked fine-tuning
+    (§2.2) corrupts targets as in masked LM pre-training.
+
+    The class attributes are the defaults of the masking functions, the
+    datasets and the task options (``field(default=MaskingConfig.mask_prob)``).
+    """
+
+    mask_prob: float = 0.15
+    """share of the maskable tokens that are masked"""
+    random_token_prob: float = 0.1
+    """share of the masked inputs replaced by a random token"""
+    leave_unmasked_prob: float = 0.1
+    """share of the masked inputs left unchanged"""
+
+
+def random_token_candidates(dictionary, mask_idx: int) -> np.ndarray:
+    """``(V',)`` ids a random replacement is drawn from: every symbol but the specials and the mask."""
+    return np.array([i for i in range(dictionary.nspecial, len(dictionary)) if i != mask_idx])

@@ -1,0 +1,66 @@
+"""Two-segment examples "[SOS] A [EOS] B [EOS]" built from token blocks, as pure functions.
+
+UniLM v1 (bidirectional and seq2seq objectives) and UniLMv2 pre-training pack
+two segments of text this way (UniLM v1 §2.1, UniLMv2 §2.2).
+"""
+
+from typing import List, Tuple
+
+import numpy as np
+
+# "[SOS]" plus one "[EOS]" closing each of the two segments
+SPECIAL_TOKENS_PER_PAIR = 3
+
+
+def split_sentences(block: np.ndarray, eos: int) -> List[np.ndarray]:
+    """Sentences of a block, their eos removed, empty ones dropped."""
+    pieces = np.split(block, np.flatnonzero(block == eos) + 1)
+    return [p[p != eos] for p in pieces if (p != eos).any()]
+
+
+def cut_between_sentences(
+    sentences: List[np.ndarray], rng: np.random.Generator
+) -> Tuple[np.ndarray, np.ndarray]:
+    """A: the sentences before a boundary drawn uniformly, B: the rest. Needs two sentences or more."""
+    cut = int(rng.integers(1, len(sentences)))
+    return np.concatenate(sentences[:cut]), np.concatenate(sentences[cut:])
+
+
+def trim_pair(len_a: int, len_b: int, budget: int) -> Tuple[int, int]:
+    """Lengths kept of two segments so that together they fit ``budget`` tokens.
+
+    The rule of BERT's and UniLM's pre-training data: one token at a time is
+    removed from the longer segment, from B when both are as long. (Those
+    remove it from the front or the back at random; here always the back.)
+    In closed form: the shorter segment stays whole when it fits half the
+    budget, the longer one keeps the rest; otherwise A keeps the larger half,
+    ``ceil(budget / 2)``, and B ``floor(budget / 2)``.
+    """
+    if len_a + len_b <= budget:
+        return len_a, len_b
+    half = budget // 2
+    if len_b <= min(len_a, half):
+        return budget - len_b, len_b
+    if len_a <= min(len_b, half):
+        return len_a, budget - len_a
+    return budget - half, half
+
+
+def pair_tokens(
+    first: np.ndarray, second: np.ndarray, bos: int, eos: int, max_length: int
+) -> Tuple[np.ndarray, int, bool]:
+    """ "[SOS] A [EOS] B [EOS]" ("[SOS] A [EOS]" when B is empty), A and B cut by :func:`trim_pair`.
+
+    Returns:
+        ``tokens`` ``(N,)`` int64 with ``N <= max_length``; ``source_len``, the
+        length of "[SOS] A [EOS]"; ``trimmed``, whether a token was removed.
+    """
+    budget = max_length - SPECIAL_TOKENS_PER_PAIR + (len(second) == 0)
+    len_a, len_b = trim_pair(len(first), len(second), budget)
+    trimmed = (len_a, len_b) != (len(first), len(second))
+    first, second = first[:len_a], second[:len_b]
+    pieces = [[bos], first, [eos]]
+    if len(second):
+        pieces += [second, [eos]]
+    tokens = np.concatenate([np.asarray(p, dtype=np.int64) for p in pieces])
+    return tokens, len(first) + 2, trimmed
