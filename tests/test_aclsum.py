@@ -10,7 +10,8 @@ import pytest
 
 from unilm_fairseq.data import aclsum
 
-from .conftest import REPO, minilm_model_dir
+from .helpers.cli import REPO
+from .helpers.resources import minilm_model_dir
 
 
 def words(text: str) -> int:

@@ -9,7 +9,8 @@ from unilm_fairseq.data.dictionary import load_dictionary_with_mask
 from unilm_fairseq.data.pmlm_dataset import CONTEXT
 from unilm_fairseq.tasks.pmlm import PMLMConfig, PMLMTask
 
-from .conftest import make_dictionary, run_cli, tiny_model
+from .helpers.cli import run_cli
+from .helpers.models import make_dictionary, tiny_model
 
 
 def test_dictionary_without_mask_gets_it(tmp_path, caplog):

@@ -5,7 +5,7 @@ import torch
 from unilm_fairseq import masks
 from unilm_fairseq.seq2seq_layout import pair_segments
 
-from .conftest import make_dictionary, tiny_model
+from .helpers.models import make_dictionary, tiny_model
 
 
 def test_pair_segments_hand_checked():

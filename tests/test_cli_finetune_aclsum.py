@@ -18,7 +18,8 @@ import pytest
 
 from unilm_fairseq.data import aclsum
 
-from .conftest import REPO, minilm_model_dir, run_cli
+from .helpers.cli import REPO, run_cli
+from .helpers.resources import minilm_model_dir
 
 pytestmark = pytest.mark.slow
 

@@ -8,7 +8,7 @@ import pytest
 
 from unilm_fairseq import PALMHubInterface
 
-from .conftest import run_cli
+from .helpers.cli import run_cli
 
 pytestmark = pytest.mark.slow
 

@@ -15,7 +15,7 @@ from fairseq import checkpoint_utils, tasks
 
 from unilm_fairseq.stage_init import load_encoder_from_checkpoint
 
-from .conftest import REPO, run_cli
+from .helpers.cli import REPO, run_cli
 
 pytestmark = pytest.mark.slow
 

@@ -10,7 +10,7 @@ import re
 import pytest
 import torch
 
-from .conftest import REPO, run_cli
+from .helpers.cli import REPO, run_cli, train_records
 
 pytestmark = pytest.mark.slow
 
@@ -20,14 +20,6 @@ TRAIN_COMMON = [
     "--log-format", "simple", "--log-interval", "5", "--num-workers", "0", "--seed", "3",
     "--no-epoch-checkpoints",
 ]  # fmt: skip
-
-
-def train_records(stdout):
-    return [
-        {k: float(v) for k, v in re.findall(r"(\w+)=([-\d.e]+)", line)}
-        for line in stdout.splitlines()
-        if "| train_inner |" in line
-    ]
 
 
 @pytest.fixture(scope="module")

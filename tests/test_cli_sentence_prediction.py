@@ -10,7 +10,7 @@ import re
 
 import pytest
 
-from .conftest import run_cli
+from .helpers.cli import run_cli
 
 pytestmark = pytest.mark.slow
 

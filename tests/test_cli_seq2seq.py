@@ -7,7 +7,7 @@ import re
 
 import pytest
 
-from .conftest import REPO, run_cli
+from .helpers.cli import REPO, run_cli
 
 pytestmark = pytest.mark.slow
 

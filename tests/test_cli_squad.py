@@ -8,8 +8,8 @@ import sys
 
 import pytest
 
-from .conftest import REPO, run_cli
-from .squad_synthetic import write_squad_dir
+from .helpers.cli import REPO, run_cli
+from .helpers.squad import write_squad_dir
 
 pytestmark = pytest.mark.slow
 

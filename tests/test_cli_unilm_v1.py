@@ -15,8 +15,7 @@ from fairseq.data import data_utils
 
 from unilm_fairseq import UniLMModel
 
-from .conftest import REPO, run_cli
-from .test_cli_pmlm import train_records
+from .helpers.cli import REPO, run_cli, train_records
 
 pytestmark = pytest.mark.slow
 

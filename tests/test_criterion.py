@@ -12,7 +12,7 @@ from unilm_fairseq.criterions.ae_par import AEPARCriterion
 from unilm_fairseq.data import PMLMDataset
 from unilm_fairseq.data.pmlm_dataset import CONTEXT
 
-from .conftest import make_dictionary, tiny_model
+from .helpers.models import make_dictionary, tiny_model
 
 
 class Pairs(FairseqDataset):

@@ -20,9 +20,10 @@ from unilm_fairseq.modules.ngram_block import PrefixNGramRepeatBlock
 from unilm_fairseq.tasks.palm_seq2seq import PALMSeq2SeqConfig, PALMSeq2SeqTask
 from unilm_fairseq.tasks.unilm_seq2seq import UniLMSeq2SeqConfig, UniLMSeq2SeqTask
 
-from .conftest import make_dictionary, run_cli
-from .test_palm_model import palm_model
-from .test_seq2seq_decoding import collate, pairs_dataset, sharpened_model
+from .helpers.cli import run_cli
+from .helpers.models import make_dictionary
+from .helpers.palm import palm_model
+from .helpers.seq2seq import collate, pairs_dataset, sharpened_model
 
 D = make_dictionary()
 D.add_symbol(".")  # after <mask>, so the other ids are those of test_seq2seq_decoding's dictionary

@@ -10,7 +10,7 @@ import pytest
 
 from unilm_fairseq.data import glue
 
-from .conftest import REPO
+from .helpers.cli import REPO
 
 FIXTURES = os.path.join(REPO, "tests", "fixtures", "glue")
 

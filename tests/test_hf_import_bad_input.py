@@ -9,8 +9,8 @@ import sys
 import pytest
 import torch
 
-from .conftest import REPO, run_cli
-from .hf_import_fixtures import TINY, save_hf, wordpiece_tokens
+from .helpers.cli import REPO, run_cli
+from .helpers.hf import TINY, save_hf, wordpiece_tokens
 
 transformers = pytest.importorskip("transformers")
 pytest.importorskip("safetensors")

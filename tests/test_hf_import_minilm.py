@@ -6,8 +6,8 @@ import logging
 import pytest
 import torch
 
-from .conftest import austen_documents
-from .hf_import_fixtures import ATOL, load_converted, max_real_diff, unilm_forward
+from .helpers.hf import ATOL, load_converted, max_real_diff, unilm_forward
+from .helpers.resources import austen_documents
 
 logger = logging.getLogger(__name__)
 transformers = pytest.importorskip("transformers")

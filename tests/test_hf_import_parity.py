@@ -17,8 +17,8 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from .conftest import REPO, run_cli
-from .hf_import_fixtures import (
+from .helpers.cli import REPO, run_cli
+from .helpers.hf import (
     ATOL,
     ELECTRA_EMBEDDING_SIZE,
     TINY,

@@ -16,8 +16,8 @@ from unilm_fairseq.data.dictionary import (
 from unilm_fairseq.hf_import import ConversionError
 from unilm_fairseq.hf_import.vocab import fairseq_dict_text, id_ordered_tokens, tokenizer_json_tokens
 
-from .conftest import run_cli
-from .hf_import_fixtures import wordpiece_tokens
+from .helpers.cli import run_cli
+from .helpers.hf import wordpiece_tokens
 
 WORDS = ["the", "cat", "##s", "sat", "on", "mat", "."]
 

@@ -16,7 +16,7 @@ from unilm_fairseq import UniLMModel
 from unilm_fairseq.encoders.wordpiece import SPECIAL_TOKENS
 from unilm_fairseq.hub_interface import _local_bpe_files
 
-from .conftest import run_cli
+from .helpers.cli import run_cli
 
 pytestmark = pytest.mark.slow
 

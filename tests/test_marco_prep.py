@@ -8,7 +8,7 @@ import pytest
 
 from unilm_fairseq.data import marco
 
-from .conftest import REPO
+from .helpers.cli import REPO
 
 FIXTURES = os.path.join(REPO, "tests", "fixtures", "marco")
 DEV = os.path.join(FIXTURES, "dev_v2.1.json")

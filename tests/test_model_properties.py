@@ -21,7 +21,7 @@ from unilm_fairseq.data.pmlm_dataset import CONTEXT, ORIGINAL, PSEUDO
 from unilm_fairseq.modules import attention as attention_module
 from unilm_fairseq.modules.attention import BiasedSelfAttention, build_attention_bias
 
-from .conftest import make_dictionary, tiny_model
+from .helpers.models import make_dictionary, tiny_model
 
 ATOL = 1e-5
 # loose bounds for half precision against float32 (features are LayerNorm-ed, O(1))

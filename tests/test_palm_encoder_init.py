@@ -6,9 +6,8 @@ import torch
 from unilm_fairseq.pretrained_palm import load_unilmv2_encoder, read_unilmv2_checkpoint
 from unilm_fairseq.tasks.palm_seq2seq import PALMSeq2SeqConfig, PALMSeq2SeqTask
 
-from .conftest import make_dictionary, tiny_model
-from .test_palm_model import palm_args, palm_model
-from .test_seq2seq_decoding import save_checkpoint
+from .helpers.models import make_dictionary, save_checkpoint, tiny_model
+from .helpers.palm import palm_args, palm_model
 
 BERT_SIZES = dict(encoder_layers=2, encoder_embed_dim=64, encoder_ffn_embed_dim=96, encoder_attention_heads=4)
 

@@ -1,45 +1,16 @@
 """PALM model properties: the pointer-generator's distribution (Eq. 2-8), gradients, padding,
 incremental decoding, beam reordering, the encoder MLM head and fp16."""
 
-import argparse
-
 import pytest
 import torch
 import torch.nn.functional as F
-from fairseq.models import ARCH_CONFIG_REGISTRY, ARCH_MODEL_REGISTRY
 
 from unilm_fairseq.modules.pointer_generator import log_copy_distribution
 
-from .conftest import make_dictionary
+from .helpers.palm import palm_model
 
 # a gate pre-activation this large makes lambda exactly 1 (or 0) in float32
 SATURATED_GATE = 200.0
-
-
-class _Task:
-    def __init__(self, dictionary):
-        self.source_dictionary = self.target_dictionary = dictionary
-
-
-def palm_args(**overrides):
-    """``palm_tiny``'s options as ``fairseq-train --arch palm_tiny`` parses them, dropout off."""
-    parser = argparse.ArgumentParser(argument_default=argparse.SUPPRESS)
-    ARCH_MODEL_REGISTRY["palm_tiny"].add_args(parser)
-    args = parser.parse_args([])
-    args.arch = "palm_tiny"
-    args.max_source_positions, args.max_target_positions = 40, 24
-    args.dropout = args.attention_dropout = 0.0
-    for key, value in overrides.items():
-        setattr(args, key, value)
-    ARCH_CONFIG_REGISTRY["palm_tiny"](args)
-    return args
-
-
-def palm_model(dictionary=None, seed=0, **overrides):
-    """``palm_tiny`` built the way ``fairseq-train --arch palm_tiny`` builds it, dropout off."""
-    torch.manual_seed(seed)
-    task = _Task(dictionary or make_dictionary(60))
-    return ARCH_MODEL_REGISTRY["palm_tiny"].build_model(palm_args(**overrides), task).eval()
 
 
 def batch(dictionary, seed=0, bsz=3, src_len=9, tgt_len=6):

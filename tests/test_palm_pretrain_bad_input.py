@@ -9,7 +9,7 @@ import torch
 from unilm_fairseq.criterions.palm import PALMCriterion
 from unilm_fairseq.tasks.palm_pretrain import PALMPretrainConfig, PALMPretrainTask
 
-from .conftest import run_cli
+from .helpers.cli import run_cli
 
 
 def binarize(work, lines):

@@ -8,7 +8,7 @@ from unilm_fairseq.data import PALMPretrainDataset, corpus_fragments, document_f
 from unilm_fairseq.data.palm_fragments import Fragment, boundaries_near_cut, context_length
 from unilm_fairseq.data.palm_pretrain_dataset import bert_mask_positions
 
-from .conftest import make_dictionary
+from .helpers.models import make_dictionary
 
 DICT = make_dictionary()
 PAD, EOS, MASK = DICT.pad(), DICT.eos(), DICT.index("<mask>")

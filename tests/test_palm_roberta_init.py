@@ -15,8 +15,8 @@ import torch
 from fairseq import options
 from fairseq.dataclass.utils import convert_namespace_to_omegaconf
 
-from .conftest import run_cli
-from .hf_import_fixtures import FAIRSEQ_SPECIALS, perturb_, roberta_vocab, save_hf, write_json
+from .helpers.cli import run_cli
+from .helpers.hf import FAIRSEQ_SPECIALS, perturb_, roberta_vocab, save_hf, write_json
 
 transformers = pytest.importorskip("transformers")
 

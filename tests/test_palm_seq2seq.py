@@ -8,9 +8,9 @@ import torch
 from unilm_fairseq.pretrained_palm import load_palm_weights
 from unilm_fairseq.tasks.palm_seq2seq import PALMSeq2SeqConfig, PALMSeq2SeqTask
 
-from .conftest import run_cli
-from .test_palm_model import palm_args, palm_model
-from .test_seq2seq_decoding import save_checkpoint
+from .helpers.cli import run_cli
+from .helpers.models import save_checkpoint
+from .helpers.palm import palm_args, palm_model
 
 SOURCES = ["a b c", "", "a b", "c a", "", "b"]
 TARGETS = ["b c", "a", "", "a b", "", "c"]

@@ -26,7 +26,7 @@ from unilm_fairseq.scoring.perl_rouge import (
 )
 from unilm_fairseq.scoring.rouge import RougeConfig
 
-from .conftest import REPO
+from .helpers.cli import REPO
 
 FIXTURE = os.path.join(REPO, "tests", "fixtures", "rouge_real")
 SEPARATOR = "<q>"

@@ -7,7 +7,7 @@ import torch
 from unilm_fairseq.data import PMLMDataset, SegmentPairDataset
 from unilm_fairseq.data.pmlm_dataset import CONTEXT, ORIGINAL, PSEUDO
 
-from .conftest import make_dictionary
+from .helpers.models import make_dictionary
 
 DICT = make_dictionary()
 BOS, PAD, EOS = DICT.bos(), DICT.pad(), DICT.eos()

@@ -13,7 +13,7 @@ from unilm_fairseq.data import seq2seq_sources as sources
 from unilm_fairseq.data.qg_windows import AnswerWindow, answer_window, grow, sentence_ends
 from unilm_fairseq.data.seq2seq_sources import Pair, WordPieceTokenizer
 
-from .conftest import BIN, REPO, run_cli
+from .helpers.cli import BIN, REPO, run_cli
 
 SCRIPT = os.path.join(REPO, "scripts", "prepare_seq2seq_data.py")
 SEP = "[SEP]"

@@ -18,7 +18,7 @@ from typing import Dict, List, Optional, Tuple
 
 import pytest
 
-from .squad_synthetic import squad_json, vocabulary
+from .helpers.squad import squad_json, vocabulary
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DOC = os.path.join(REPO, "docs", "recipes.md")

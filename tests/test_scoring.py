@@ -29,7 +29,7 @@ from unilm_fairseq.scoring.metrics import (
 )
 from unilm_fairseq.scoring.rouge import RougeConfig, RougeScorer
 
-from .conftest import REPO
+from .helpers.cli import REPO
 
 SCORE_PY = os.path.join(REPO, "scripts", "score.py")
 

@@ -7,7 +7,8 @@ import torch
 
 from unilm_fairseq.tasks.unilm_seq2seq import UniLMSeq2SeqConfig, UniLMSeq2SeqTask
 
-from .conftest import run_cli, tiny_model
+from .helpers.cli import run_cli
+from .helpers.models import tiny_model
 
 SOURCES = ["a b c", "", "a b", " ".join(["a"] * 30), "a zzz b", "c"]
 TARGETS = ["b c", "a", "", "a b", "b", " ".join(["c"] * 20)]

@@ -14,7 +14,7 @@ from unilm_fairseq import seq2seq_layout
 from unilm_fairseq.data.unilm_objectives import SEGMENT_IDS, SEQ2SEQ
 from unilm_fairseq.masks import padded_bidirectional_mask
 
-from .conftest import make_dictionary
+from .helpers.models import make_dictionary
 
 D = make_dictionary()
 SOS, EOS, PAD, M = D.bos(), D.eos(), D.pad(), D.index("<mask>")

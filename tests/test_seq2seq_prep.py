@@ -10,7 +10,7 @@ import pytest
 from unilm_fairseq.data import seq2seq_sources as sources
 from unilm_fairseq.data.seq2seq_sources import Pair, WordPieceTokenizer
 
-from .conftest import BIN, REPO, run_cli
+from .helpers.cli import BIN, REPO, run_cli
 
 FIXTURES = os.path.join(REPO, "tests", "fixtures", "seq2seq")
 SCRIPT = os.path.join(REPO, "scripts", "prepare_seq2seq_data.py")

@@ -16,8 +16,8 @@ from unilm_fairseq.criterions.unilm_seq2seq import UniLMSeq2SeqCriterion
 from unilm_fairseq.pretrained import checkpoint_seq2seq_segments
 from unilm_fairseq.tasks.unilm_seq2seq import _TokenList
 
-from .conftest import tiny_config, tiny_model
-from .test_seq2seq_decoding import (
+from .helpers.models import save_checkpoint, tiny_config, tiny_model
+from .helpers.seq2seq import (
     SOURCES,
     TARGETS,
     D,
@@ -28,7 +28,6 @@ from .test_seq2seq_decoding import (
     make_task,
     pairs_dataset,
     recomputed_logprobs,
-    save_checkpoint,
     sharpened_model,
     training_logprobs,
 )

@@ -21,9 +21,9 @@ from unilm_fairseq.span_decoding import WindowScores, predict_span, question_no_
 from unilm_fairseq.squad_inference import decode_answers, window_scores
 from unilm_fairseq.tasks.squad_qa import SquadQAConfig, SquadQATask
 
-from .conftest import REPO, tiny_config
-from .squad_synthetic import write_squad_dir
-from .test_seq2seq_decoding import save_checkpoint
+from .helpers.cli import REPO
+from .helpers.models import save_checkpoint, tiny_config
+from .helpers.squad import write_squad_dir
 
 HEAD = "squad_answerability_head"
 WINDOW = dict(max_seq_length=64, doc_stride=24, max_query_length=16)

@@ -9,7 +9,7 @@ import torch
 from unilm_fairseq.losses import span_losses
 from unilm_fairseq.span_decoding import WindowScores, answer_text, predict_span, window_spans
 
-from .conftest import make_dictionary, tiny_config
+from .helpers.models import make_dictionary, tiny_config
 
 
 def window(start, end, passage_offset=3, doc_start=0, max_context=None):

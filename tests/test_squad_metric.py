@@ -8,7 +8,7 @@ import pytest
 
 from unilm_fairseq.scoring.squad import evaluate, exact_match, f1, gold_answers, normalize_answer, squad_gold
 
-from .conftest import REPO
+from .helpers.cli import REPO
 
 
 def test_normalize_answer():

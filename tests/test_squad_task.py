@@ -14,9 +14,9 @@ from unilm_fairseq.span_decoding import Span, answer_text
 from unilm_fairseq.squad_inference import decode_answers, window_logits
 from unilm_fairseq.tasks.squad_qa import SquadQAConfig, SquadQATask
 
-from .conftest import REPO, tiny_config
-from .squad_synthetic import vocabulary
-from .test_seq2seq_decoding import save_checkpoint
+from .helpers.cli import REPO
+from .helpers.models import save_checkpoint, tiny_config
+from .helpers.squad import vocabulary
 
 
 def model_config():

@@ -11,7 +11,8 @@ from fairseq.data.encoders import build_bpe
 
 from unilm_fairseq.encoders.wordpiece import SPECIAL_TOKENS, basic_tokenize
 
-from .conftest import REPO, austen_documents, run_cli
+from .helpers.cli import REPO, run_cli
+from .helpers.resources import austen_documents
 
 SCRIPT = os.path.join(REPO, "scripts", "tokenize_text.py")
 

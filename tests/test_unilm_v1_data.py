@@ -6,7 +6,6 @@ Tolerances are about 4 standard deviations of the sampled proportion at the stat
 import numpy as np
 import pytest
 import torch
-from fairseq.data import ListDataset
 
 from unilm_fairseq.data.cloze_masking import cloze_budget, cloze_mask_picks
 from unilm_fairseq.data.unilm_cloze_dataset import UniLMClozeDataset
@@ -18,33 +17,13 @@ from unilm_fairseq.data.unilm_objectives import (
     NOT_NEXT,
     RIGHT_TO_LEFT,
     SEQ2SEQ,
-    UniLMObjectiveDataset,
     block_document_ranges,
     other_document_block,
     trim_pair,
 )
 
-from .conftest import make_dictionary
-
-ONLY = {
-    BIDIRECTIONAL: [1.0, 0.0, 0.0, 0.0],
-    SEQ2SEQ: [0.0, 1.0, 0.0, 0.0],
-    LEFT_TO_RIGHT: [0.0, 0.0, 1.0, 0.0],
-    RIGHT_TO_LEFT: [0.0, 0.0, 0.0, 1.0],
-}
-PAPER_WEIGHTS = [2.0, 2.0, 1.0, 1.0]
-
-
-def blocks_dataset(blocks):
-    tensors = [torch.tensor(b, dtype=torch.long) for b in blocks]
-    return ListDataset(tensors, sizes=np.array([len(b) for b in tensors]))
-
-
-def objective_dataset(blocks, docs, dictionary, weights, seed=1, nsp_random_prob=0.5, max_length=64):
-    docs = np.asarray(docs)
-    return UniLMObjectiveDataset(
-        blocks_dataset(blocks), (docs, docs), dictionary, max_length, seed, weights, nsp_random_prob
-    )
+from .helpers.models import make_dictionary
+from .helpers.unilm_v1 import ONLY, PAPER_WEIGHTS, objective_dataset, synthetic_corpus
 
 
 def hand_blocks(d):
@@ -149,21 +128,6 @@ def test_trim_pair_cuts_the_longer_segment_first():
     assert trim_pair(3, 20, 10) == (3, 7)
     assert trim_pair(20, 30, 10) == (5, 5)
     assert trim_pair(20, 30, 11) == (5, 6)
-
-
-def synthetic_corpus(d, n_docs=6, blocks_per_doc=60, seed=0):
-    """Blocks of 2-4 sentences; document ``k`` uses only words ``w{6k}..w{6k+5}``."""
-    rng = np.random.default_rng(seed)
-    blocks, docs = [], []
-    for doc in range(n_docs):
-        words = [d.index(f"w{6 * doc + i}") for i in range(6)]
-        for _ in range(blocks_per_doc):
-            block = []
-            for _ in range(int(rng.integers(2, 5))):
-                block += rng.choice(words, int(rng.integers(2, 7))).tolist() + [d.eos()]
-            blocks.append(block)
-            docs.append(doc)
-    return blocks, docs
 
 
 def test_objective_ratios_and_nsp_balance_and_source_of_random_segments():

