@@ -9,6 +9,9 @@ import random
 import re
 
 import pytest
+import torch
+
+from unilm_fairseq.pretrained import POSITION_TABLE
 
 from ..helpers.cli import run_cli
 
@@ -86,10 +89,18 @@ def test_classification_from_a_pretrained_checkpoint(tmp_path):
     log = finetune(data, tmp_path / "ckpt", extra=["--num-classes", "2", "--init-token", "0",
                    "--restore-file", str(pretrain / "checkpoint_last.pt"), "--reset-optimizer",
                    "--reset-dataloader", "--reset-meters", "--reset-lr-scheduler"])  # fmt: skip
-    assert "initialising classification_heads.sentence_classification_head.out_proj.weight" in log
-    assert f"Loaded checkpoint {pretrain / 'checkpoint_last.pt'} (epoch" in log
+    pretrained = torch.load(pretrain / "checkpoint_last.pt", weights_only=True)
+    finetuned = torch.load(tmp_path / "ckpt" / "checkpoint_last.pt", weights_only=True)
+    # the head is new: not in the pre-trained checkpoint, initialised and trained in the fine-tuned one
+    head = "classification_heads.sentence_classification_head.out_proj.weight"
+    assert head not in pretrained["model"] and head in finetuned["model"]
+    # --restore-file loaded the pre-trained checkpoint: its history is carried into the new checkpoint
+    assert finetuned["optimizer_history"][:-1] == pretrained["optimizer_history"]
     # --max-positions 64 against the pre-trained table of 256 rows
-    assert "using the first 64 of the pre-trained position table's 256 rows" in log
+    assert (
+        pretrained["model"][POSITION_TABLE].size(0) == 256
+        and finetuned["model"][POSITION_TABLE].size(0) == 64
+    )
     accuracy = last_valid(log, "accuracy")
     assert accuracy >= 95.0, log[-2000:]
 

@@ -6,6 +6,10 @@ import random
 import re
 
 import pytest
+import torch
+
+from unilm_fairseq.data.seq2seq_dataset import SOURCE_SPECIALS
+from unilm_fairseq.pretrained import POSITION_TABLE
 
 from ..helpers.cli import REPO, run_cli
 
@@ -100,7 +104,10 @@ def test_pretrain_finetune_generate_score_on_austen(tmp_path):
                      "--save-dir", str(tmp_path / "s2s"), "--no-epoch-checkpoints"])  # fmt: skip
     log = train.stdout + train.stderr
     assert "initialised from" in log
-    assert "position table grows from 256 to 300 rows" in log
+    # the position table grows from the pre-trained 256 rows to 300 (200 source + 100 target)
+    pretrained = torch.load(tmp_path / "lm" / "checkpoint_last.pt", weights_only=True)["model"]
+    finetuned = torch.load(tmp_path / "s2s" / "checkpoint_last.pt", weights_only=True)["model"]
+    assert pretrained[POSITION_TABLE].size(0) == 256 and finetuned[POSITION_TABLE].size(0) == 300
     assert "tiling the pre-trained position table from 256 to 300 rows" in log
     gen = run_cli(["fairseq-generate", str(s2s_bin), "--user-dir", "unilm_fairseq", "--task", "unilm_seq2seq",
                    "--path", str(tmp_path / "s2s" / "checkpoint_last.pt"), "--gen-subset", "test",
@@ -154,4 +161,9 @@ def test_generate_keeps_last_partial_batch_and_takes_limits_from_checkpoint(copy
     ids = sorted(int(i) for i in re.findall(r"^H-(\d+)\t", out.stdout, re.M))
     assert ids == list(range(13))
     assert "using --max-source-positions 16 and --max-target-positions 16 from the checkpoint" in log
-    assert "truncated 13 sources to --max-source-positions 16" in log
+    # all 13 sources of 30 words were truncated to 16 positions: [SOS], their first 14 words, [EOS]
+    sources = {int(i): text.split() for i, text in re.findall(r"^S-(\d+)\t(.*)$", out.stdout, re.M)}
+    lines = (test13_bin.parent / "test13.src").read_text().splitlines()
+    assert sorted(sources) == list(range(13))
+    for i, source in sources.items():
+        assert [w for w in source if w in WORDS] == lines[i].split()[: 16 - SOURCE_SPECIALS], source
