@@ -1,0 +1,143 @@
+"""End to end through the real command-line tools on a small sample of the embedded corpus.
+
+prepare_corpus (sentencepiece) -> fairseq-preprocess --only-source -> fairseq-train --task pmlm
+-> --restore-file resume -> fairseq-validate; the paper's ablations; a 2-process CPU run and resume.
+"""
+
+import os
+import re
+
+import pytest
+import torch
+from fairseq import checkpoint_utils
+
+from ..helpers.cli import REPO, run_cli, train_records
+
+pytestmark = pytest.mark.slow
+
+TRAIN_COMMON = [
+    "--user-dir", "unilm_fairseq", "--task", "pmlm", "--arch", "unilmv2_tiny", "--criterion", "ae_par",
+    "--tokens-per-sample", "64", "--batch-size", "8", "--optimizer", "adam", "--lr", "1e-3",
+    "--log-format", "simple", "--log-interval", "5", "--num-workers", "0", "--seed", "3",
+    "--no-epoch-checkpoints",
+]  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def data_bin(tmp_path_factory):
+    work = tmp_path_factory.mktemp("pmlm")
+    run_cli(["python", os.path.join(REPO, "scripts", "prepare_corpus.py"), "--out", str(work / "text"),
+             "--max-docs", "6", "--valid-docs", "1", "--vocab-size", "1000"])  # fmt: skip
+    run_cli(["fairseq-preprocess", "--only-source", "--trainpref", str(work / "text" / "train.spm"),
+             "--validpref", str(work / "text" / "valid.spm"), "--destdir", str(work / "bin"),
+             "--workers", "1"])  # fmt: skip
+    return work
+
+
+def test_train_resume_validate(data_bin):
+    save = data_bin / "ckpt"
+    first = run_cli(["fairseq-train", str(data_bin / "bin"), *TRAIN_COMMON, "--cpu",
+                     "--max-update", "20", "--save-dir", str(save)])  # fmt: skip
+    records = train_records(first.stderr + first.stdout)
+    assert [r["num_updates"] for r in records] == [5, 10, 15, 20]
+    for key in ("ae_loss", "par_loss"):
+        assert all(key in r and r[key] > 0 for r in records)
+    assert records[-1]["loss"] < records[0]["loss"]
+    assert (save / "checkpoint_last.pt").exists()
+
+    # the checkpoint loads with torch's safe loader
+    state = torch.load(save / "checkpoint_last.pt", weights_only=True)
+    assert state["optimizer_history"][-1]["num_updates"] == 20
+
+    resumed = run_cli(["fairseq-train", str(data_bin / "bin"), *TRAIN_COMMON, "--cpu",
+                       "--max-update", "30", "--save-dir", str(save),
+                       "--restore-file", str(save / "checkpoint_last.pt")])  # fmt: skip
+    log = resumed.stderr + resumed.stdout
+    # resumed from the checkpoint of update 20: its history is carried into the new checkpoint
+    history = torch.load(save / "checkpoint_last.pt", weights_only=True)["optimizer_history"]
+    assert [h["num_updates"] for h in history] == [20, 30]
+    assert [r["num_updates"] for r in train_records(log)] == [25, 30]
+
+    valid = run_cli(["fairseq-validate", str(data_bin / "bin"), "--user-dir", "unilm_fairseq", "--task",
+                     "pmlm", "--path", str(save / "checkpoint_last.pt"), "--tokens-per-sample", "64",
+                     "--batch-size", "8", "--cpu", "--num-workers", "0"])  # fmt: skip
+    line = next(ln for ln in (valid.stderr + valid.stdout).splitlines() if "valid on 'valid' subset" in ln)
+    ae = float(re.search(r"ae_loss ([\d.]+)", line).group(1))
+    par = float(re.search(r"par_loss ([\d.]+)", line).group(1))
+    loss = float(re.search(r"\| loss ([\d.]+)", line).group(1))
+    assert ae > 0 and par > 0 and loss == pytest.approx(ae + par, abs=0.01)
+
+
+@pytest.mark.parametrize(
+    "flags, present, absent",
+    [
+        (["--objectives", "ae"], ["ae_loss"], ["par_loss"]),
+        (["--objectives", "par"], ["par_loss"], ["ae_loss"]),
+        (["--no-blockwise"], ["ae_loss", "par_loss"], []),
+    ],
+)
+def test_ablations(data_bin, tmp_path, flags, present, absent):
+    out = run_cli(["fairseq-train", str(data_bin / "bin"), *TRAIN_COMMON, "--cpu", "--max-update", "5",
+                   "--save-dir", str(tmp_path), "--no-save", *flags])  # fmt: skip
+    record = train_records(out.stderr + out.stdout)[-1]
+    for key in present:
+        assert key in record
+    for key in absent:
+        assert key not in record
+
+
+def test_par_skip_unchanged(data_bin, tmp_path):
+    out = run_cli(["fairseq-train", str(data_bin / "bin"), *TRAIN_COMMON, "--cpu", "--max-update", "10",
+                   "--save-dir", str(tmp_path), "--no-save", "--par-skip-unchanged"])  # fmt: skip
+    records = train_records(out.stderr + out.stdout)
+    assert [r["num_updates"] for r in records] == [5, 10]
+    for r in records:
+        assert r["ae_loss"] > 0 and r["par_loss"] > 0
+        # about 10% of the masked tokens stay unchanged (--leave-unmasked-prob 0.1), of ~300 per record
+        assert 0.03 < r["par_skipped"] < 0.2
+        assert r["loss"] == pytest.approx(r["ae_loss"] + r["par_loss"] * (1 - r["par_skipped"]), abs=0.01)
+    # the option needs both objectives: a clear error, not a silent no-op
+    bad = run_cli(["fairseq-train", str(data_bin / "bin"), *TRAIN_COMMON, "--cpu", "--max-update", "1",
+                   "--save-dir", str(tmp_path), "--no-save", "--par-skip-unchanged", "--objectives", "par"],
+                  check=False)  # fmt: skip
+    assert bad.returncode != 0 and "par_skip_unchanged needs both the AE and PAR objectives" in bad.stderr
+
+
+def test_two_process_cpu_train_and_resume(data_bin, tmp_path):
+    launcher = os.path.join(REPO, "scripts", "train_distributed_cpu.py")
+    torchrun = ["torchrun", "--standalone", "--nproc_per_node", "2", launcher, str(data_bin / "bin"),
+                *TRAIN_COMMON, "--save-dir", str(tmp_path)]  # fmt: skip
+    first = run_cli([*torchrun, "--max-update", "10"])
+    log = first.stderr + first.stdout
+    cfg = checkpoint_utils.load_checkpoint_to_cpu(str(tmp_path / "checkpoint_last.pt"))["cfg"]
+    assert cfg.distributed_training.distributed_world_size == 2
+    records = train_records(log)
+    assert records and records[-1]["num_updates"] == 10
+    assert records[-1]["bsz"] == 16  # two workers of 8
+    # resuming broadcasts rank 0's checkpoint state: this needs the omegaconf allow-list
+    second = run_cli([*torchrun, "--max-update", "15"])
+    log = second.stderr + second.stdout
+    history = torch.load(tmp_path / "checkpoint_last.pt", weights_only=True)["optimizer_history"]
+    assert [h["num_updates"] for h in history] == [10, 15]
+    assert train_records(log)[-1]["num_updates"] == 15
+
+
+@pytest.mark.parametrize("flags", [["--memory-efficient-fp16"], ["--fp16", "--fp16-no-flatten-grads"]])
+def test_fp16_training_on_cpu(data_bin, tmp_path, flags):
+    """Real fp16 parameters on CPU: the half-precision attention path must not overflow."""
+    out = run_cli(["fairseq-train", str(data_bin / "bin"), *TRAIN_COMMON, "--cpu", "--max-update", "10",
+                   "--save-dir", str(tmp_path), "--no-save", *flags])  # fmt: skip
+    records = train_records(out.stderr + out.stdout)
+    assert [r["num_updates"] for r in records] == [5, 10]
+    assert all("loss_scale" in r and 0 < r["ae_loss"] < 20 and 0 < r["par_loss"] < 20 for r in records)
+
+
+def test_fairseq_train_with_checkpoint_activations(data_bin, tmp_path):
+    out = run_cli(["fairseq-train", str(data_bin / "bin"), *TRAIN_COMMON, "--cpu", "--max-update", "2",
+                   "--log-interval", "1", "--save-dir", str(tmp_path),
+                   "--checkpoint-activations"])  # fmt: skip
+    records = train_records(out.stderr + out.stdout)
+    assert [r["num_updates"] for r in records] == [1, 2]
+    assert all(torch.isfinite(torch.tensor(r["loss"])) for r in records)
+    state = checkpoint_utils.load_checkpoint_to_cpu(str(tmp_path / "checkpoint_last.pt"))
+    assert state["cfg"].model.checkpoint_activations is True

@@ -1,0 +1,128 @@
+"""Sentence-pair classification and regression with --arch unilmv2_tiny through the real tools.
+
+fairseq's own ``sentence_prediction`` task, fine-tuned from a ``pmlm`` checkpoint with ``--restore-file``
+(the head is initialised, the rest restored); regression (STS-B style); and ``unilm_sentence_prediction``
+on a BERT-style one-token-per-line vocabulary.
+"""
+
+import random
+import re
+
+import pytest
+import torch
+
+from unilm_fairseq.pretrained import POSITION_TABLE
+
+from ..helpers.cli import run_cli
+
+pytestmark = pytest.mark.slow
+
+WORDS = [f"w{i}" for i in range(30)]
+KEYWORDS = WORDS[:5]  # the label depends on these appearing in the SECOND sentence
+FILLER = WORDS[5:]
+
+
+def write_pair_task(folder, regression=False, seed=0):
+    """Class "yes" when the second sentence holds a keyword, else "no"; regression: 1.5 per keyword."""
+    rng = random.Random(seed)
+    for split, n in (("train", 1200), ("valid", 100)):
+        with open(folder / f"{split}.input0", "w") as a, open(folder / f"{split}.input1", "w") as b, open(
+            folder / f"{split}.label", "w"
+        ) as label:
+            for _ in range(n):
+                first = rng.choices(FILLER, k=rng.randint(4, 8))
+                second = rng.choices(FILLER, k=rng.randint(4, 6))
+                hits = rng.choice([0, 1, 2]) if regression else rng.choice([0, 1])
+                for position in rng.sample(range(len(second)), hits):
+                    second[position] = rng.choice(KEYWORDS)
+                a.write(" ".join(first) + "\n")
+                b.write(" ".join(second) + "\n")
+                label.write(f"{1.5 * hits}\n" if regression else ("yes\n" if hits else "no\n"))
+
+
+def binarize(folder, srcdict=None, task_args=(), regression=False):
+    dest = folder / "bin"
+    for name in ("input0", "input1"):
+        dictionary = srcdict or (dest / "input0" / "dict.txt" if name == "input1" else None)
+        run_cli(["fairseq-preprocess", "--only-source", *task_args,
+                 "--trainpref", str(folder / f"train.{name}"), "--validpref", str(folder / f"valid.{name}"),
+                 "--destdir", str(dest / name), "--workers", "1",
+                 *(["--srcdict", str(dictionary)] if dictionary else [])])  # fmt: skip
+    if regression:
+        (dest / "label").mkdir()
+        for split in ("train", "valid"):
+            (dest / "label" / f"{split}.label").write_text((folder / f"{split}.label").read_text())
+    else:
+        run_cli(["fairseq-preprocess", "--only-source", "--trainpref", str(folder / "train.label"),
+                 "--validpref", str(folder / "valid.label"), "--destdir", str(dest / "label"),
+                 "--workers", "1"])  # fmt: skip
+    return dest
+
+
+def finetune(data, save, task="sentence_prediction", extra=()):
+    out = run_cli(["fairseq-train", str(data), "--user-dir", "unilm_fairseq", "--task", task,
+                   "--arch", "unilmv2_tiny", "--criterion", "sentence_prediction", "--max-positions", "64",
+                   "--batch-size", "32", "--optimizer", "adam", "--lr", "1e-3",
+                   "--lr-scheduler", "polynomial_decay", "--warmup-updates", "20",
+                   "--total-num-update", "300", "--max-update", "300", "--dropout", "0",
+                   "--attention-dropout", "0", "--log-format", "simple", "--log-interval", "100",
+                   "--cpu", "--num-workers", "0", "--seed", "1", "--save-dir", str(save),
+                   "--no-epoch-checkpoints", *extra])  # fmt: skip
+    return out.stdout + out.stderr
+
+
+def last_valid(log, metric):
+    values = re.findall(rf"\| valid on 'valid' subset .*?\| {metric} ([\d.]+)", log)
+    assert values, log[-3000:]
+    return float(values[-1])
+
+
+def test_classification_from_a_pretrained_checkpoint(tmp_path):
+    write_pair_task(tmp_path)
+    data = binarize(tmp_path)
+    pretrain = tmp_path / "pretrain"
+    run_cli(["fairseq-train", str(data / "input0"), "--user-dir", "unilm_fairseq", "--task", "pmlm",
+             "--arch", "unilmv2_tiny", "--criterion", "ae_par", "--tokens-per-sample", "32",
+             "--batch-size", "8", "--optimizer", "adam", "--lr", "1e-3", "--max-update", "5", "--cpu",
+             "--num-workers", "0",
+             "--save-dir", str(pretrain), "--no-epoch-checkpoints", "--disable-validation"])  # fmt: skip
+    log = finetune(data, tmp_path / "ckpt", extra=["--num-classes", "2", "--init-token", "0",
+                   "--restore-file", str(pretrain / "checkpoint_last.pt"), "--reset-optimizer",
+                   "--reset-dataloader", "--reset-meters", "--reset-lr-scheduler"])  # fmt: skip
+    pretrained = torch.load(pretrain / "checkpoint_last.pt", weights_only=True)
+    finetuned = torch.load(tmp_path / "ckpt" / "checkpoint_last.pt", weights_only=True)
+    # the head is new: not in the pre-trained checkpoint, initialised and trained in the fine-tuned one
+    head = "classification_heads.sentence_classification_head.out_proj.weight"
+    assert head not in pretrained["model"] and head in finetuned["model"]
+    # --restore-file loaded the pre-trained checkpoint: its history is carried into the new checkpoint
+    assert finetuned["optimizer_history"][:-1] == pretrained["optimizer_history"]
+    # --max-positions 64 against the pre-trained table of 256 rows
+    assert (
+        pretrained["model"][POSITION_TABLE].size(0) == 256
+        and finetuned["model"][POSITION_TABLE].size(0) == 64
+    )
+    accuracy = last_valid(log, "accuracy")
+    assert accuracy >= 95.0, log[-2000:]
+
+
+def test_regression(tmp_path):
+    write_pair_task(tmp_path, regression=True)
+    data = binarize(tmp_path, regression=True)
+    log = finetune(data, tmp_path / "ckpt", extra=["--num-classes", "1", "--init-token", "0",
+                   "--regression-target", "--best-checkpoint-metric", "loss",
+                   "--report-pearson-and-spearman"])  # fmt: skip
+    # labels 0 / 1.5 / 3 in equal parts: variance 1.5; predicting the mean would give a loss near it
+    assert last_valid(log, "loss") < 0.15, log[-2000:]
+    assert last_valid(log, "pearson") > 0.95, log[-2000:]
+
+
+def test_unilm_task_on_a_token_list_vocabulary(tmp_path):
+    vocab = tmp_path / "vocab.txt"
+    vocab.write_text("\n".join(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", *WORDS]) + "\n")
+    write_pair_task(tmp_path)
+    task_args = ["--user-dir", "unilm_fairseq", "--task", "unilm_sentence_prediction"]
+    data = binarize(tmp_path, srcdict=vocab, task_args=task_args)
+    assert (data / "input0" / "dict.txt").read_text().splitlines()[:3] == ["[PAD]", "[UNK]", "[CLS]"]
+    log = finetune(data, tmp_path / "ckpt", task="unilm_sentence_prediction", extra=["--num-classes", "2"])
+    assert "--init-token unset: starting every input with [CLS] (id 2)" in log
+    assert last_valid(log, "accuracy") >= 95.0, log[-2000:]

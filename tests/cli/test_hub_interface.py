@@ -1,0 +1,198 @@
+"""UniLMModel.from_pretrained: the same hypotheses as fairseq-generate and fairseq-interactive, features.
+
+One tiny model learns a copy task over sources of 4 to 6 words (whitespace words, ``--bpe wordpiece``
+with a vocab.txt of those words, so raw text is lowercased on the way in).
+"""
+
+import argparse
+import random
+import re
+
+import pytest
+import torch
+from fairseq.data.encoders import build_bpe
+
+from unilm_fairseq import UniLMModel
+from unilm_fairseq.encoders.wordpiece import SPECIAL_TOKENS
+from unilm_fairseq.hub_interface import _local_bpe_files
+
+from ..helpers.cli import run_cli
+
+pytestmark = pytest.mark.slow
+
+WORDS = [f"w{i}" for i in range(16)]
+MIN_WORDS, MAX_WORDS = 4, 6  # copy lengths the tiny model learns in a few hundred updates
+# raw inputs: mixed case (WordPiece lowercases them), 4 to 6 words, batched together
+RAW_INPUTS = [
+    "W1 w2 W3 w4 w5",
+    "w9 w9 w0 w15",
+    "w3 W14 w7 w7 w2 w11",
+    "w0 w1 w2 w3",
+    "W12 w13 w5 w6 w8",
+    "w4 w4 w10 w11 w12 w15",
+    "w6 w5 w4 w3",
+    "w8 w15 w1 W1 w0",
+]
+BATCH = 16  # every input in one batch for each tool
+DEFAULT_OPTIONS = {"beam": 4}
+# options that change the outputs: ban repeated bigrams, force longer outputs, favour short ones
+CHANGED_OPTIONS = {"beam": 3, "lenpen": 0.5, "no_repeat_ngram_size": 2, "min_len": 6, "max_len_b": 8}
+
+
+def write_pairs(path, lines):
+    for side in ("src", "tgt"):
+        (path.parent / f"{path.name}.{side}").write_text("\n".join(lines) + "\n")
+
+
+@pytest.fixture(scope="module")
+def trained(tmp_path_factory):
+    work = tmp_path_factory.mktemp("hub")
+    rng = random.Random(0)
+    for split, n in (("train", 2000), ("valid", 20)):
+        write_pairs(
+            work / split,
+            [" ".join(rng.choices(WORDS, k=rng.randint(MIN_WORDS, MAX_WORDS))) for _ in range(n)],
+        )
+    vocab = work / "ckpt" / "vocab.txt"  # found by from_pretrained(bpe="wordpiece") in the model folder
+    vocab.parent.mkdir()
+    vocab.write_text("\n".join([*SPECIAL_TOKENS, *WORDS]) + "\n")
+    bpe = build_bpe(argparse.Namespace(bpe="wordpiece", wordpiece_vocab=str(vocab)))
+    write_pairs(work / "test", [bpe.encode(line) for line in RAW_INPUTS])
+    run_cli(["fairseq-preprocess", "--source-lang", "src", "--target-lang", "tgt", "--joined-dictionary",
+             "--trainpref", str(work / "train"), "--validpref", str(work / "valid"),
+             "--testpref", str(work / "test"), "--destdir", str(work / "bin"), "--workers", "1"])  # fmt: skip
+    run_cli(["fairseq-train", str(work / "bin"), "--user-dir", "unilm_fairseq", "--task", "unilm_seq2seq",
+             "--arch", "unilmv2_tiny", "--criterion", "unilm_seq2seq", "--max-source-positions", "16",
+             "--max-target-positions", "16", "--batch-size", "32", "--optimizer", "adam", "--lr", "3e-3",
+             "--lr-scheduler", "inverse_sqrt", "--warmup-updates", "30", "--max-update", "300",
+             "--dropout", "0", "--attention-dropout", "0", "--cpu", "--num-workers", "0", "--seed", "1",
+             "--save-dir", str(work / "ckpt"), "--no-epoch-checkpoints", "--disable-validation"])  # fmt: skip
+    return work
+
+
+@pytest.fixture(scope="module")
+def unilm(trained):
+    return UniLMModel.from_pretrained(
+        str(trained / "ckpt"), checkpoint_file="checkpoint_last.pt", data_name_or_path=str(trained / "bin"),
+        bpe="wordpiece",
+    ).eval()  # fmt: skip
+
+
+def cli_options(options):
+    flags = []
+    for key, value in options.items():
+        flags += [f"--{key.replace('_', '-')}", str(value)]
+    return flags
+
+
+def parse_detokenized(stdout):
+    """``D-<id>`` lines of fairseq-generate/-interactive -> texts in id order."""
+    found = {int(i): text for i, text in re.findall(r"^D-(\d+)\t\S+\t(.*)$", stdout, re.M)}
+    return [found[i] for i in range(len(found))]
+
+
+def fairseq_generate(trained, options):
+    ckpt = trained / "ckpt"
+    out = run_cli(["fairseq-generate", str(trained / "bin"), "--user-dir", "unilm_fairseq", "--task",
+                   "unilm_seq2seq", "--path", str(ckpt / "checkpoint_last.pt"), "--gen-subset", "test",
+                   "--bpe", "wordpiece", "--wordpiece-vocab", str(ckpt / "vocab.txt"),
+                   "--batch-size", str(BATCH), "--required-batch-size-multiple", "1", "--cpu",
+                   *cli_options(options)])  # fmt: skip
+    return parse_detokenized(out.stdout)
+
+
+def fairseq_interactive(trained, options):
+    ckpt = trained / "ckpt"
+    out = run_cli(["fairseq-interactive", str(trained / "bin"), "--user-dir", "unilm_fairseq", "--task",
+                   "unilm_seq2seq", "--path", str(ckpt / "checkpoint_last.pt"), "--bpe", "wordpiece",
+                   "--wordpiece-vocab", str(ckpt / "vocab.txt"), "--buffer-size", str(BATCH),
+                   "--batch-size", str(BATCH), "--cpu", *cli_options(options)],
+                  input_text="\n".join(RAW_INPUTS) + "\n")  # fmt: skip
+    return parse_detokenized(out.stdout)
+
+
+def test_generate_matches_fairseq_generate_and_interactive(trained, unilm):
+    ours = unilm.generate(RAW_INPUTS, batch_size=BATCH, **DEFAULT_OPTIONS)
+    assert ours == fairseq_generate(trained, DEFAULT_OPTIONS)
+    assert ours == fairseq_interactive(trained, DEFAULT_OPTIONS)
+    # the task was learned: the inputs come back lowercased
+    assert sum(hyp == src.lower() for hyp, src in zip(ours, RAW_INPUTS)) >= len(RAW_INPUTS) - 1, ours
+
+
+def test_generation_options_match_fairseq_interactive(trained, unilm):
+    ours = unilm.generate(RAW_INPUTS, batch_size=BATCH, **CHANGED_OPTIONS)
+    assert ours == fairseq_interactive(trained, CHANGED_OPTIONS)
+    for hyp in ours:
+        words = hyp.split()
+        bigrams = list(zip(words, words[1:]))
+        assert len(set(bigrams)) == len(bigrams)  # no_repeat_ngram_size=2
+        assert len(words) >= CHANGED_OPTIONS["min_len"]
+    assert ours != unilm.generate(RAW_INPUTS, batch_size=BATCH, **DEFAULT_OPTIONS)
+
+
+def test_batching_and_input_forms(unilm):
+    batched = unilm.generate(RAW_INPUTS, beam=4, batch_size=BATCH)
+    assert unilm.generate(RAW_INPUTS, beam=4, batch_size=3) == batched
+    assert unilm.generate(RAW_INPUTS[2], beam=4) == batched[2]
+    nbest = unilm.generate(RAW_INPUTS[:2], beam=4, nbest=3)
+    assert [len(n) for n in nbest] == [3, 3] and [n[0] for n in nbest] == batched[:2]
+    hypos = unilm.generate([unilm.encode(s) for s in RAW_INPUTS[:2]], beam=4)
+    assert [unilm.decode(h[0]["tokens"]) for h in hypos] == batched[:2]
+    assert unilm.sample(RAW_INPUTS[:2], beam=4) == batched[:2]  # fairseq's own hub entry point
+    with pytest.raises(TypeError, match="unknown generation option"):
+        unilm.generate(RAW_INPUTS, beem=4)
+
+
+def test_encode_decode_round_trip(unilm):
+    tokens = unilm.encode("W1 w2 W15 w15")
+    d = unilm.src_dict
+    assert tokens.tolist() == [d.index(w) for w in ("w1", "w2", "w15", "w15")] + [d.eos()]
+    assert unilm.decode(tokens) == "w1 w2 w15 w15"
+
+
+def test_extract_features_equal_a_direct_forward(unilm):
+    tokens = [unilm.encode(s) for s in RAW_INPUTS[:3]]
+    features = unilm.extract_features(tokens)
+    longest = max(len(t) for t in tokens)
+    assert features.shape == (3, longest + 1, unilm.model.cfg.encoder_embed_dim)
+    d = unilm.src_dict
+    for row, t in zip(features, tokens):
+        source = torch.cat([torch.tensor([d.bos()]), t])[None]  # 1 x S: "[SOS] words [EOS]"
+        n = source.size(1)
+        direct, _ = unilm.model(
+            source, torch.zeros_like(source), torch.arange(n)[None], torch.ones(1, n, n, dtype=torch.bool),
+            features_only=True,
+        )  # fmt: skip
+        torch.testing.assert_close(row[:n], direct[0], atol=1e-5, rtol=1e-5)
+        assert not row[n:].any()  # padding
+    assert unilm.extract_features(RAW_INPUTS[0]).shape == (1, len(tokens[0]) + 1, features.size(-1))
+
+
+def test_encoder_files_are_local(tmp_path):
+    (tmp_path / "merges.txt").write_text("#version: 0.2\n")
+    (tmp_path / "encoder.json").write_text("{}")
+    assert _local_bpe_files(str(tmp_path), {"bpe": "gpt2"}) == {
+        "gpt2_encoder_json": str(tmp_path / "encoder.json"),
+        "gpt2_vocab_bpe": str(tmp_path / "merges.txt"),
+    }
+    assert (
+        _local_bpe_files(str(tmp_path), {"bpe": "gpt2", "gpt2_encoder_json": "e.json", "gpt2_vocab_bpe": "v"})
+        == {}
+    )
+    with pytest.raises(FileNotFoundError, match="wordpiece_vocab"):
+        _local_bpe_files(str(tmp_path), {"bpe": "wordpiece"})
+    with pytest.raises(ValueError, match="nothing is downloaded"):
+        _local_bpe_files(
+            str(tmp_path), {"bpe": "sentencepiece", "sentencepiece_model": "https://x/spm.model"}
+        )
+    assert _local_bpe_files(str(tmp_path), {}) == {}
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
+def test_generate_on_gpu(unilm):
+    on_cpu = unilm.generate(RAW_INPUTS, beam=4, batch_size=BATCH)
+    try:
+        assert unilm.cuda().generate(RAW_INPUTS, beam=4, batch_size=BATCH) == on_cpu
+        assert unilm.extract_features(RAW_INPUTS[:2]).device.type == "cuda"
+    finally:
+        unilm.cpu()

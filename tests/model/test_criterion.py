@@ -1,0 +1,200 @@
+"""The ae_par criterion: Eq. 7 bookkeeping, per-objective logging, label smoothing."""
+
+import math
+
+import numpy as np
+import pytest
+import torch
+from fairseq import metrics
+from fairseq.data import FairseqDataset
+
+from unilm_fairseq.criterions.ae_par import AEPARCriterion
+from unilm_fairseq.data import PMLMDataset
+from unilm_fairseq.data.pmlm_dataset import CONTEXT
+
+from ..helpers.models import make_dictionary, tiny_model
+
+
+class Pairs(FairseqDataset):
+    def __init__(self, items):
+        self.items = items
+        self.sizes = np.array([len(i["tokens"]) for i in items])
+
+    def __getitem__(self, index):
+        return self.items[index]
+
+    def __len__(self):
+        return len(self.items)
+
+
+def pmlm_dataset(dictionary, ae=True, par=True, **options):
+    rng = np.random.default_rng(0)
+    items = []
+    for n in (30, 22):
+        words = rng.integers(dictionary.nspecial, len(dictionary) - 1, size=n - 3)
+        tokens = [dictionary.bos(), *words[:10], dictionary.eos(), *words[10:], dictionary.eos()]
+        segments = [0] * 12 + [1] * (n - 12)
+        items.append({"tokens": torch.tensor(tokens), "segments": torch.tensor(segments)})
+    mask_idx = dictionary.index("<mask>")
+    return PMLMDataset(Pairs(items), dictionary, mask_idx, seed=1, ae=ae, par=par, **options)
+
+
+def batch(dictionary, ae=True, par=True, **options):
+    dataset = pmlm_dataset(dictionary, ae, par, **options)
+    return dataset.collater([dataset[0], dataset[1]])
+
+
+class Task:
+    def __init__(self, dictionary):
+        self.target_dictionary = dictionary
+
+
+def manual_nll(model, sample, which):
+    logits, _ = model(**{**sample["net_input"], "masked_tokens": None})  # B x T x V
+    lprobs = torch.log_softmax(logits.float(), dim=-1)
+    mask = sample[which]
+    return -lprobs[mask].gather(-1, sample["target"][mask].unsqueeze(-1)).sum()
+
+
+def test_loss_is_ae_plus_par_over_masked_tokens():
+    d = make_dictionary()
+    model, sample = tiny_model(d), batch(d)
+    loss, sample_size, log = AEPARCriterion(Task(d))(model, sample)
+    n_masked = sample["num_masked"]
+    assert sample_size == n_masked == int(sample["ae_mask"].sum()) == int(sample["par_mask"].sum())
+    ae, par = manual_nll(model, sample, "ae_mask"), manual_nll(model, sample, "par_mask")
+    assert float(log["ae_loss"]) == pytest.approx(float(ae), rel=1e-5)
+    assert float(log["par_loss"]) == pytest.approx(float(par), rel=1e-5)
+    assert float(loss) == pytest.approx(float(ae + par), rel=1e-5)
+    assert log["ae_tokens"] == log["par_tokens"] == n_masked
+
+    with metrics.aggregate() as agg:
+        AEPARCriterion.reduce_metrics([log])
+    values = agg.get_smoothed_values()
+    assert values["ae_loss"] == pytest.approx(float(ae) / n_masked / math.log(2), abs=1e-3)
+    assert values["par_loss"] == pytest.approx(float(par) / n_masked / math.log(2), abs=1e-3)
+    assert values["loss"] == pytest.approx(values["ae_loss"] + values["par_loss"], abs=2e-3)
+
+
+@pytest.mark.parametrize("ae, par", [(True, False), (False, True)])
+def test_single_objective_logs_only_its_loss(ae, par):
+    d = make_dictionary()
+    model, sample = tiny_model(d), batch(d, ae=ae, par=par)
+    loss, sample_size, log = AEPARCriterion(Task(d))(model, sample)
+    assert (log["ae_tokens"] > 0) == ae and (log["par_tokens"] > 0) == par
+    with metrics.aggregate() as agg:
+        AEPARCriterion.reduce_metrics([log])
+    values = agg.get_smoothed_values()
+    assert ("ae_loss" in values) == ae and ("par_loss" in values) == par
+
+
+def test_label_smoothing_changes_loss_not_nll():
+    d = make_dictionary()
+    model, sample = tiny_model(d), batch(d)
+    plain, _, plain_log = AEPARCriterion(Task(d), label_smoothing=0.0)(model, sample)
+    smooth, _, smooth_log = AEPARCriterion(Task(d), label_smoothing=0.1)(model, sample)
+    assert float(smooth_log["nll_loss"]) == pytest.approx(float(plain_log["nll_loss"]), rel=1e-6)
+    assert float(plain_log["nll_loss"]) == pytest.approx(float(plain), rel=1e-6)
+    assert abs(float(smooth) - float(plain)) > 1e-3
+
+
+# a third of the masked inputs left unchanged, so the two short examples have several
+SKIP_OPTIONS = dict(leave_unmasked_prob=0.3, par_skip_unchanged=True)
+
+
+def test_par_skip_unchanged_sample_size_and_logs():
+    d = make_dictionary()
+    model, sample = tiny_model(d), batch(d, **SKIP_OPTIONS)
+    loss, sample_size, log = AEPARCriterion(Task(d))(model, sample)
+    n_masked, skipped = sample["num_masked"], sample["num_par_skipped"]
+    assert skipped > 0
+    # every masked token is still in the loss through AE; PAR lost the skipped ones
+    assert sample_size == n_masked == log["ae_tokens"] == int(sample["ae_mask"].sum())
+    assert log["par_tokens"] == n_masked - skipped == int(sample["par_mask"].sum())
+    assert log["par_skipped"] == skipped
+    ae, par = manual_nll(model, sample, "ae_mask"), manual_nll(model, sample, "par_mask")
+    assert float(loss) == pytest.approx(float(ae + par), rel=1e-5)
+
+    with metrics.aggregate() as agg:
+        AEPARCriterion.reduce_metrics([log])
+    values = agg.get_smoothed_values()
+    bits = math.log(2)
+    assert values["loss"] == pytest.approx(float(ae + par) / n_masked / bits, abs=1e-3)
+    assert values["par_loss"] == pytest.approx(float(par) / (n_masked - skipped) / bits, abs=1e-3)
+    assert values["par_skipped"] == pytest.approx(skipped / n_masked, abs=1e-3)
+    # the remaining PAR terms keep their default weight: loss = ae + par * par_tokens / masked
+    expected = values["ae_loss"] + values["par_loss"] * (n_masked - skipped) / n_masked
+    assert values["loss"] == pytest.approx(expected, abs=2e-3)
+
+
+def test_default_logs_no_par_skipped():
+    d = make_dictionary()
+    model, sample = tiny_model(d), batch(d)
+    _, _, log = AEPARCriterion(Task(d))(model, sample)
+    assert sample["num_par_skipped"] == log["par_skipped"] == 0
+    with metrics.aggregate() as agg:
+        AEPARCriterion.reduce_metrics([log])
+    assert "par_skipped" not in agg.get_smoothed_values()
+
+
+def par_loss_touches(model, sample, criterion) -> torch.Tensor:
+    """``(B, T)`` bool: the PAR loss has a nonzero gradient w.r.t. the input embedding at that column.
+
+    The criterion runs on the PAR targets alone (AE targets cleared). The embeddings are made
+    leaves by a hook; the model embeds the contexts, then the appended columns (two calls).
+    """
+    leaves = []
+
+    def embeddings_as_leaf(module, args, embedded):
+        leaf = embedded.detach().requires_grad_(True)
+        leaves.append(leaf)
+        return leaf
+
+    par_only = {
+        **sample,
+        "ae_mask": torch.zeros_like(sample["ae_mask"]),
+        "net_input": {**sample["net_input"], "masked_tokens": sample["par_mask"]},
+    }
+    handle = model.transformer.embeddings.register_forward_hook(embeddings_as_leaf)
+    try:
+        loss, _, log = criterion(model, par_only)
+    finally:
+        handle.remove()
+    assert log["ae_tokens"] == 0 and log["par_tokens"] == int(sample["par_mask"].sum())
+    loss.backward()
+    context, appended = leaves  # B x context_len x C, B x appended x C
+    return torch.cat([context.grad, appended.grad], dim=1).ne(0).any(-1)
+
+
+def test_par_skip_unchanged_gradient_of_skipped_pseudo_masks():
+    """A skipped [P] gets no gradient from the PAR loss unless a [P] of its own step is still a
+    target: those attend to it (Figure 5), which the option leaves as it is."""
+    d = make_dictionary()
+    model = tiny_model(d)
+    criterion = AEPARCriterion(Task(d))
+    plain, skip = batch(d, leave_unmasked_prob=0.3), batch(d, **SKIP_OPTIONS)
+    for key in ("tokens", "positions", "attn_mask"):
+        assert torch.equal(plain["net_input"][key], skip["net_input"][key])
+    # the factorization step of every column (0 in the contexts and padding)
+    width = skip["net_input"]["context_len"]
+    step = torch.zeros_like(skip["target"])
+    dataset = pmlm_dataset(d, **SKIP_OPTIONS)
+    for b in range(2):
+        item = dataset[b]
+        appended = item["step"][item["kind"] != CONTEXT]
+        step[b, width : width + len(appended)] = appended
+    pseudo = plain["par_mask"]  # with the option off, every [P] is a PAR target
+    skipped = pseudo & ~skip["par_mask"]
+    step_has_target = torch.zeros_like(skipped)
+    for b, t in pseudo.nonzero().tolist():
+        same_step = pseudo[b] & step[b].eq(step[b, t])
+        step_has_target[b, t] = bool((same_step & skip["par_mask"][b]).any())
+    alone = skipped & ~step_has_target
+    with_targets = skipped & step_has_target
+    assert alone.any() and with_targets.any()  # both cases occur in this batch
+
+    touches_plain = par_loss_touches(model, plain, criterion)
+    assert touches_plain[pseudo].all()
+    touches_skip = par_loss_touches(model, skip, criterion)
+    assert not touches_skip[alone].any()
+    assert touches_skip[pseudo & ~alone].all()  # targets, and skipped [P] their step-mates read

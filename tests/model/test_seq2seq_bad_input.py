@@ -1,0 +1,76 @@
+"""s2s-ft bad input: empty lines, over-long sources/targets, unknown tokens, mismatched dictionaries."""
+
+import logging
+
+import pytest
+import torch
+
+from unilm_fairseq.tasks.unilm_seq2seq import UniLMSeq2SeqConfig, UniLMSeq2SeqTask
+
+from ..helpers.cli import run_cli
+from ..helpers.models import tiny_model
+
+SOURCES = ["a b c", "", "a b", " ".join(["a"] * 30), "a zzz b", "c"]
+TARGETS = ["b c", "a", "", "a b", "b", " ".join(["c"] * 20)]
+
+
+@pytest.fixture(scope="module")
+def messy_pairs(tmp_path_factory):
+    work = tmp_path_factory.mktemp("messy_pairs")
+    (work / "dict.txt").write_text("a 5\nb 5\nc 5\n")
+    for split in ("train", "alt"):
+        (work / f"{split}.src").write_text("\n".join(SOURCES) + "\n")
+        (work / f"{split}.tgt").write_text("\n".join(TARGETS) + "\n")
+    run_cli(["fairseq-preprocess", "--source-lang", "src", "--target-lang", "tgt", "--srcdict",
+             str(work / "dict.txt"), "--tgtdict", str(work / "dict.txt"), "--trainpref", str(work / "train"),
+             "--destdir", str(work / "bin"), "--workers", "1"])  # fmt: skip
+    return work
+
+
+def task_for(path, **overrides):
+    cfg = UniLMSeq2SeqConfig(data=str(path), seed=1, max_source_positions=12, max_target_positions=8)
+    for key, value in overrides.items():
+        setattr(cfg, key, value)
+    return UniLMSeq2SeqTask.setup_task(cfg)
+
+
+@pytest.mark.parametrize("method", ["causal", "masked", "pseudo_masked"])
+def test_counted_skipped_truncated_and_trainable(messy_pairs, caplog, method):
+    task = task_for(messy_pairs / "bin", finetune_method=method)
+    assert task.dictionary.index("<mask>") == len(task.dictionary) - 1  # added to a dict without it
+    with caplog.at_level(logging.INFO):
+        dataset = task.load_dataset("train")
+    message = next(r.getMessage() for r in caplog.records if r.getMessage().startswith("train:"))
+    assert "6 pairs; skipped 2 with an empty source or target" in message
+    assert "truncated 1 sources to --max-source-positions 12 and 1 targets" in message
+    assert len(dataset) == 4
+    items = [dataset[i] for i in range(len(dataset))]
+    assert sorted(int(i["id"]) for i in items) == [0, 3, 4, 5]  # raw line numbers survive the skips
+    for item in items:
+        assert len(item["source"]) <= 12 and len(item["target"]) <= 8
+        assert item["source"][0] == task.dictionary.bos() and item["source"][-1] == task.dictionary.eos()
+        assert item["target"][-1] == task.dictionary.eos()
+    unknown = next(i for i in items if int(i["id"]) == 4)["source"]
+    assert task.dictionary.unk() in unknown.tolist()  # "zzz" is not in the vocabulary
+
+    model = tiny_model(task.dictionary, max_positions=20, seq2seq_method=method)
+    batch = dataset.collater(items)
+    logits, _ = model(**batch["net_input"])
+    assert logits.shape[0] == batch["ntokens"] == int(batch["layout_target"].ne(task.dictionary.pad()).sum())
+    assert torch.isfinite(logits).all()
+
+
+def test_different_dictionaries_are_a_clear_error(messy_pairs, tmp_path):
+    (tmp_path / "other.txt").write_text("a 5\nb 5\nd 5\n")
+    run_cli(["fairseq-preprocess", "--source-lang", "src", "--target-lang", "tgt", "--srcdict",
+             str(messy_pairs / "dict.txt"), "--tgtdict", str(tmp_path / "other.txt"),
+             "--trainpref", str(messy_pairs / "alt"), "--destdir", str(tmp_path / "bin"),
+             "--workers", "1"])  # fmt: skip
+    with pytest.raises(ValueError, match="joined-dictionary"):
+        task_for(tmp_path / "bin")
+
+
+def test_missing_split_is_a_clear_error(messy_pairs):
+    task = task_for(messy_pairs / "bin")
+    with pytest.raises(FileNotFoundError, match="valid"):
+        task.load_dataset("valid")

@@ -1,0 +1,1 @@
+"""Pure functions and data: masks, layouts, losses, tokenizers, data preparation, scoring, recipes."""

@@ -1,0 +1,501 @@
+"""The recipes under examples/ and the settings table in docs/recipes.md say the same thing.
+
+Every hyperparameter a recipe sets by default (``: "${NAME:=value}"``, also inside ``case`` branches) and
+every hyperparameter flag it passes with a literal value (``--adam-betas '(0.9, 0.999)'``) must have a row in
+docs/recipes.md with the same value, and every row there must match a recipe. Each default must also have a
+``#   NAME=value  comment`` line in the recipe's header whose comment names its source: a paper and a
+table, section or algorithm, or "this project's choice". The bad-input tests run recipes on missing data
+(no training); the command-line tests replace fairseq-train and fairseq-generate by stubs that print their
+arguments, so no fairseq command runs.
+"""
+
+import json
+import os
+import re
+import subprocess
+import sys
+from typing import Dict, List, Optional, Tuple
+
+import pytest
+
+from ..helpers.cli import REPO
+from ..helpers.squad import squad_json, vocabulary
+
+DOC = os.path.join(REPO, "docs", "recipes.md")
+
+RECIPES = [
+    "examples/s2s_ft/pipeline.sh",
+    "examples/s2s_ft/cnndm.sh",
+    "examples/s2s_ft/xsum.sh",
+    "examples/s2s_ft/gigaword.sh",
+    "examples/s2s_ft/squad_qg.sh",
+    "examples/unilmv2_pretrain/pretrain_base.sh",
+    "examples/unilm_v1_pretrain/pretrain_large.sh",
+    "examples/squad/finetune.sh",
+    "examples/glue/glue.sh",
+    "examples/palm/pipeline.sh",
+    "examples/palm/cnndm.sh",
+    "examples/palm/gigaword.sh",
+    "examples/palm/marco.sh",
+    "examples/palm/pretrain_base.sh",
+]
+
+# paths, hardware, selectors and switches: not hyperparameters, so not in the table
+PLUMBING = {
+    "ABLATION", "ARCH", "CASED", "CKPT", "CPU", "DICT", "EXTRA_PREP", "FP16", "GPUS", "INIT", "LOWERCASE",
+    "MAX_SENTENCES", "MODEL", "MODEL_ARGS", "NO_COPY", "PRETRAINED", "PYTHON", "SCORING", "SEED", "SETTINGS",
+    "STAGES", "TOKENIZER", "VERSION", "VOCAB", "WORKERS",
+}  # fmt: skip
+
+# flags whose literal values (not "$VARIABLE") are hyperparameters
+HYPER_FLAGS = {
+    "optimizer", "adam-betas", "adam-eps", "weight-decay", "clip-norm", "lr", "lr-scheduler",
+    "end-learning-rate", "warmup-updates", "total-num-update", "max-update", "dropout", "attention-dropout",
+    "label-smoothing", "batch-size", "update-freq", "max-source-positions", "max-target-positions",
+    "tokens-per-sample", "max-positions", "mask-prob", "span-prob", "min-span-length", "max-span-length",
+    "leave-unmasked-prob", "random-token-prob", "objectives", "objective-weights", "nsp-random-prob",
+    "max-fragment-tokens", "max-context-tokens", "max-continuation-tokens", "context-ratio", "mlm-weight",
+    "max-rel-pos", "beam", "lenpen", "lenpen-style",
+    "no-repeat-ngram-size", "no-repeat-ngram-exempt", "min-len", "max-len-a", "max-len-b", "pooler-dropout",
+    "target-mask-prob", "target-word-drop-prob", "finetune-method",
+}  # fmt: skip
+
+# a paper and where in it, or an explicit statement that the paper is not the source
+CITATION = re.compile(
+    r"\b(?:UniLMv2|UniLM v1|s2s-ft|PALM)\b[^\n]{0,40}?(?:Table \d+|§ ?\d|Algorithm \d|Appendix [A-D])"
+    r"|this project's choice"
+)
+
+Key = Tuple[str, Optional[str]]  # (NAME or --flag, condition "VAR=pattern" or None)
+
+DEFAULT = re.compile(r'"\$\{([A-Za-z_]\w*):?=([^}]*)\}"')
+DEFAULT_LINE = re.compile(r"^\s*(?:([^()#:]+?)\)\s*)?:\s")
+CASE = re.compile(r'^\s*case\s+"?\$\{?([A-Za-z_]\w*)')
+FLAG = re.compile(r"(?<![\w-])--([a-z][\w-]*)\s+('[^']*'|\"[^\"]*\"|[^\s\\;)]+)")
+HEADER_ENTRY = re.compile(r"^#   ([A-Z][A-Z0-9_]*)=(\S*)(.*)$")
+HEADER_MORE = re.compile(r"^#\s{5,}(\S.*)$")
+
+
+def unquote(value: str) -> str:
+    value = value.strip()
+    if len(value) >= 2 and value[0] == value[-1] and value[0] in "'\"":
+        return value[1:-1]
+    return value
+
+
+def read(path: str) -> str:
+    with open(os.path.join(REPO, path), encoding="utf-8") as f:
+        return f.read()
+
+
+def recipe_defaults(text: str) -> Dict[Key, str]:
+    """The hyperparameter defaults of a recipe: ``{(NAME, condition): value}``; the condition is the
+    ``case`` branch a default sits in ("VAR=pattern"), or None."""
+    found: Dict[Key, str] = {}
+    case_var = None
+    for line in text.splitlines():
+        code = line.split(" #", 1)[0]
+        if code.lstrip().startswith("#"):
+            continue
+        match = CASE.match(code)
+        if match:
+            case_var = match.group(1)
+            continue
+        if code.strip() == "esac":
+            case_var = None
+            continue
+        line_match = DEFAULT_LINE.match(code)
+        if not line_match:
+            continue
+        condition = None
+        if line_match.group(1):
+            assert case_var, f"a case branch outside a case: {line!r}"
+            condition = f"{case_var}={' '.join(line_match.group(1).split())}"
+        for name, value in DEFAULT.findall(code):
+            if name in PLUMBING or "$" in value:
+                continue
+            key = (name, condition)
+            assert key not in found, f"{name} ({condition}) has two defaults"
+            found[key] = value
+    return found
+
+
+def recipe_flags(text: str) -> Dict[Key, str]:
+    """The hyperparameter flags a recipe passes with a literal value: ``{(--flag, None): value}``."""
+    found: Dict[Key, str] = {}
+    for line in text.splitlines():
+        code = line.split(" #", 1)[0]
+        if code.lstrip().startswith("#"):
+            continue
+        for flag, value in FLAG.findall(code):
+            if flag not in HYPER_FLAGS or unquote(value).startswith("$"):
+                continue
+            key = (f"--{flag}", None)
+            assert found.get(key, unquote(value)) == unquote(value), f"--{flag} has two values"
+            found[key] = unquote(value)
+    return found
+
+
+def recipe_header(text: str) -> Dict[str, Tuple[str, str]]:
+    """``{NAME: (value, comment)}`` from the ``#   NAME=value  comment`` lines of the leading comments; a
+    comment goes on over the more deeply indented comment lines that follow."""
+    entries: Dict[str, Tuple[str, str]] = {}
+    name = None
+    for line in text.splitlines():
+        if not line.startswith("#"):
+            break
+        entry = HEADER_ENTRY.match(line)
+        if entry:
+            name = entry.group(1)
+            entries[name] = (unquote(entry.group(2)), entry.group(3).strip())
+            continue
+        more = HEADER_MORE.match(line)
+        if more and name:
+            value, comment = entries[name]
+            entries[name] = (value, f"{comment} {more.group(1)}")
+        else:
+            name = None
+    return entries
+
+
+def split_row(line: str) -> List[str]:
+    cells = re.split(r"(?<!\\)\|", line.strip())[1:-1]
+    return [cell.replace("\\|", "|").strip() for cell in cells]
+
+
+SETTING_CELL = re.compile(r"^`([A-Z][A-Z0-9_]*|--[a-z][\w-]*)`(?: when `([A-Za-z_]\w*=[^`]+)`)?$")
+VALUE_CELL = re.compile(r"^`([^`]*)`$")
+RECIPE_HEADING = re.compile(r"^#{2,4} .*?`(examples/[\w/.-]+\.sh)`")
+
+
+def doc_table() -> Dict[str, Dict[Key, Tuple[str, str, str]]]:
+    """``{recipe: {(setting, condition): (value, paper's value, source)}}`` from docs/recipes.md: the rows
+    of the table under each heading that names a recipe."""
+    tables: Dict[str, Dict[Key, Tuple[str, str, str]]] = {}
+    recipe = None
+    with open(DOC, encoding="utf-8") as f:
+        for line in f:
+            heading = RECIPE_HEADING.match(line)
+            if heading:
+                recipe = heading.group(1)
+                assert recipe not in tables, f"{recipe} has two sections"
+                tables[recipe] = {}
+                continue
+            if line.startswith("#"):
+                recipe = None
+                continue
+            if recipe is None or not line.startswith("|"):
+                continue
+            cells = split_row(line)
+            setting = SETTING_CELL.match(cells[0])
+            if not setting:
+                assert cells[0] in ("Setting", "---"), f"unreadable row in {recipe}: {line!r}"
+                continue
+            assert len(cells) == 4, f"{recipe}: a row needs 4 cells: {line!r}"
+            value = VALUE_CELL.match(cells[1])
+            assert value, f"{recipe}: the recipe's value must be in backticks: {line!r}"
+            key = (setting.group(1), setting.group(2))
+            assert key not in tables[recipe], f"{recipe}: two rows for {key}"
+            tables[recipe][key] = (unquote(value.group(1)), cells[2], cells[3])
+    return tables
+
+
+@pytest.fixture(scope="module")
+def table():
+    return doc_table()
+
+
+def test_the_doc_covers_every_recipe(table):
+    assert sorted(table) == sorted(RECIPES)
+    for path in RECIPES:
+        assert os.path.isfile(os.path.join(REPO, path)), path
+
+
+@pytest.mark.parametrize("path", RECIPES)
+def test_recipe_settings_match_the_doc(table, path):
+    text = read(path)
+    in_recipe = {**recipe_defaults(text), **recipe_flags(text)}
+    in_doc = {key: row[0] for key, row in table[path].items()}
+    assert in_recipe, f"{path}: no settings found"
+    missing = sorted(set(in_recipe) - set(in_doc), key=str)
+    extra = sorted(set(in_doc) - set(in_recipe), key=str)
+    assert not missing, f"{path}: settings without a row in docs/recipes.md: {missing}"
+    assert not extra, f"docs/recipes.md rows for {path} that the recipe does not set: {extra}"
+    differ = {key: (in_recipe[key], in_doc[key]) for key in in_recipe if in_recipe[key] != in_doc[key]}
+    assert not differ, f"{path}: recipe value != docs/recipes.md value: {differ}"
+
+
+@pytest.mark.parametrize("path", RECIPES)
+def test_every_doc_row_names_its_source(table, path):
+    unsourced = [key for key, (_, _, source) in table[path].items() if not CITATION.search(source)]
+    assert not unsourced, f"docs/recipes.md, {path}: rows whose source names no table or section: {unsourced}"
+
+
+@pytest.mark.parametrize("path", RECIPES)
+def test_every_default_is_documented_and_cited_in_the_recipe(path):
+    text = read(path)
+    header = recipe_header(text)
+    for (name, condition), value in recipe_defaults(text).items():
+        assert name in header, f"{path}: {name} has no '#   {name}=value  comment' line in the header"
+        documented, comment = header[name]
+        assert CITATION.search(comment), f"{path}: the comment on {name} names no source: {comment!r}"
+        if condition is None:
+            assert documented == value, f"{path}: header says {name}={documented}, the default is {value}"
+        else:  # one of several defaults: the header names it
+            words = re.split(r"[\s,;:()]+", f"{documented} {comment}")
+            assert value in words, f"{path}: the header of {name} does not give {value} ({condition})"
+
+
+def test_parsers_read_what_the_recipes_mean():
+    """The parsers on a made-up recipe: conditions, plumbing, computed values, flags and header."""
+    text = "\n".join(
+        [
+            "#!/usr/bin/env bash",
+            "#   LR=1e-5              peak (PALM §3.3)",
+            "#   EPOCHS=4             passes (UniLMv2 Table 9); 3 for unilm_v1",
+            "#                        (UniLM v1 §3.2)",
+            "# not an entry",
+            ': "${LR:=1e-5}" "${GPUS:=8}" "${STEPS:=$(( 2 * 3 ))}" "${EMPTY=}"',
+            "case $SETTINGS in",
+            '  unilm_v1) : "${EPOCHS:=3}" ;;',
+            '  *) : "${EPOCHS:=4}" ;;',
+            "esac",
+            "fairseq-train --adam-betas '(0.9, 0.98)' --lr \"$LR\" --optimizer adam --seed 1 \\",
+            "  --lr-scheduler polynomial_decay",
+        ]
+    )
+    assert recipe_defaults(text) == {
+        ("LR", None): "1e-5",
+        ("EMPTY", None): "",
+        ("EPOCHS", "SETTINGS=unilm_v1"): "3",
+        ("EPOCHS", "SETTINGS=*"): "4",
+    }
+    assert recipe_flags(text) == {
+        ("--adam-betas", None): "(0.9, 0.98)",
+        ("--optimizer", None): "adam",
+        ("--lr-scheduler", None): "polynomial_decay",
+    }
+    header = recipe_header(text)
+    assert header["LR"] == ("1e-5", "peak (PALM §3.3)")
+    assert header["EPOCHS"][1] == "passes (UniLMv2 Table 9); 3 for unilm_v1 (UniLM v1 §3.2)"
+    assert CITATION.search("(s2s-ft Table 7)") and CITATION.search("this project's choice: memory")
+    assert not CITATION.search("the microsoft/unilm README") and not CITATION.search("UniLMv2 paper")
+
+
+# ------------------------------------------------------------------------------------------- bad input
+
+
+def clean_environment(**env: str) -> Dict[str, str]:
+    """The caller's PATH and locale, none of the recipes' variables, GPUS=1, and ``env``."""
+    kept = ("PATH", "HOME", "LANG", "LC_ALL", "TMPDIR")
+    environ = {key: os.environ[key] for key in kept if key in os.environ}
+    environ.update(GPUS="1", **env)
+    return environ
+
+
+def run_recipe(recipe: str, *args: str, cwd: str, **env: str) -> subprocess.CompletedProcess:
+    environ = clean_environment(
+        PYTHON=sys.executable,
+        PYTHONPATH=REPO + os.pathsep + os.environ.get("PYTHONPATH", ""),
+        PATH=os.path.dirname(sys.executable) + os.pathsep + os.environ.get("PATH", ""),
+        **env,
+    )
+    return subprocess.run(
+        ["bash", os.path.join(REPO, recipe), *args],
+        cwd=cwd, env=environ, capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+
+
+@pytest.mark.parametrize("recipe", ["examples/s2s_ft/xsum.sh", "examples/palm/cnndm.sh"])
+def test_missing_data_directory_is_named(tmp_path, recipe):
+    proc = run_recipe(recipe, "/nonexistent", str(tmp_path / "work"), cwd=tmp_path, STAGES="prepare")
+    assert proc.returncode != 0
+    assert "/nonexistent" in proc.stderr and "no such" in proc.stderr, proc.stderr
+    assert "Traceback" not in proc.stderr
+
+
+def test_missing_vocabulary_is_named(tmp_path):
+    work = str(tmp_path / "work")
+    proc = run_recipe("examples/s2s_ft/xsum.sh", str(tmp_path), work, cwd=tmp_path, STAGES="prepare")
+    assert proc.returncode != 0
+    assert "VOCAB=./vocab.txt: no such file" in proc.stderr, proc.stderr
+
+
+def test_missing_release_file_is_named(tmp_path):
+    """A data directory without the XSum split file: the prepare script names the file it looked for."""
+    vocab = tmp_path / "vocab.txt"
+    vocab.write_text("[PAD]\n[UNK]\n[CLS]\n[SEP]\n[MASK]\nthe\n")
+    raw = tmp_path / "raw"
+    raw.mkdir()
+    work = str(tmp_path / "work")
+    recipe = "examples/s2s_ft/xsum.sh"
+    proc = run_recipe(recipe, str(raw), work, cwd=tmp_path, STAGES="prepare", VOCAB=str(vocab))
+    assert proc.returncode != 0
+    assert "XSum-TRAINING-DEV-TEST-SPLIT-90-5-5.json" in proc.stderr, proc.stderr[-2000:]
+
+
+@pytest.mark.parametrize("recipe", ["examples/s2s_ft/cnndm.sh", "examples/palm/gigaword.sh"])
+def test_later_stages_name_the_missing_prepared_file(tmp_path, recipe):
+    work = tmp_path / "work"
+    proc = run_recipe(recipe, str(tmp_path), str(work), cwd=tmp_path, STAGES="preprocess")
+    assert proc.returncode != 0 and f"{work}/text/train.src: no such file" in proc.stderr, proc.stderr
+    proc = run_recipe(recipe, str(tmp_path), str(work), cwd=tmp_path, STAGES="train")
+    assert proc.returncode != 0 and f"{work}/text/train.src: no such file" in proc.stderr, proc.stderr
+
+
+# ------------------------------------------------------------------------- command lines, with stubs
+
+
+@pytest.fixture
+def stubs(tmp_path):
+    """fairseq-train and fairseq-generate stand-ins that print their arguments, one a line."""
+    folder = tmp_path / "stubs"
+    folder.mkdir()
+    for tool in ("fairseq-train", "fairseq-generate"):
+        stub = folder / tool
+        stub.write_text(f'#!/usr/bin/env bash\necho "{tool}"\nprintf "%s\\n" "$@"\n')
+        stub.chmod(0o755)
+    return folder
+
+
+def stubbed_run(stubs, tmp_path, recipe: str, examples: int, **env: str) -> Dict[str, List[str]]:
+    """Run the train and generate stages on a prepared training set of ``examples`` lines; the
+    arguments each stub saw."""
+    work = tmp_path / "work"
+    (work / "text").mkdir(parents=True)
+    (work / "text" / "train.src").write_text("a b c\n" * examples)
+    path = f"{stubs}{os.pathsep}{os.environ['PATH']}"
+    environ = clean_environment(PATH=path, STAGES="train,generate", **env)
+    proc = subprocess.run(
+        ["bash", os.path.join(REPO, recipe), str(tmp_path), str(work)],
+        cwd=tmp_path, env=environ, capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    runs = {"fairseq-train": proc.stdout.splitlines()}
+    with open(work / "gen.out", encoding="utf-8") as f:
+        runs["fairseq-generate"] = f.read().splitlines()
+    assert runs["fairseq-train"][0] == "fairseq-train" and runs["fairseq-generate"][0] == "fairseq-generate"
+    return runs
+
+
+def flag(args: List[str], name: str) -> Optional[str]:
+    return args[args.index(name) + 1] if name in args else None
+
+
+def test_s2s_ft_counts_epochs_into_updates_and_passes_the_decoding_options(stubs, tmp_path):
+    runs = stubbed_run(stubs, tmp_path, "examples/s2s_ft/cnndm.sh", examples=1000)
+    train, generate = runs["fairseq-train"], runs["fairseq-generate"]
+    updates = (1000 + 63) // 64 * 14  # UniLMv2 Table 10: 14 epochs of batch 64
+    assert flag(train, "--max-update") == flag(train, "--total-num-update") == str(updates)
+    assert flag(train, "--warmup-updates") == str(updates * 2 // 100)  # warm-up ratio 0.02
+    assert flag(train, "--adam-eps") == "1e-6" and flag(train, "--adam-betas") == "(0.9, 0.999)"
+    assert flag(train, "--update-freq") == "8" and flag(train, "--batch-size") == "8"
+    assert flag(generate, "--lenpen") == "0.7" and flag(generate, "--lenpen-style") == "gnmt"
+    assert flag(generate, "--no-repeat-ngram-exempt") == "."
+
+
+def test_s2s_ft_leaves_the_exemption_out_when_it_is_empty(stubs, tmp_path):
+    runs = stubbed_run(stubs, tmp_path, "examples/s2s_ft/squad_qg.sh", examples=96, STEPS="7", WARMUP="3")
+    train, generate = runs["fairseq-train"], runs["fairseq-generate"]
+    assert flag(train, "--max-update") == "7" and flag(train, "--warmup-updates") == "3"
+    assert "--no-repeat-ngram-exempt" not in generate
+    assert flag(generate, "--beam") == "8" and flag(generate, "--lenpen") == "1.3"
+    runs = stubbed_run(stubs, tmp_path / "b", "examples/s2s_ft/xsum.sh", examples=10, NGRAM_EXEMPT="")
+    assert "--no-repeat-ngram-exempt" not in runs["fairseq-generate"]
+    assert flag(runs["fairseq-generate"], "--lenpen-style") == "gnmt"
+
+
+@pytest.mark.parametrize(
+    "recipe, lenpen", [("examples/palm/cnndm.sh", "0.95"), ("examples/palm/gigaword.sh", "1.0"),
+                       ("examples/palm/marco.sh", "1.0")],
+)  # fmt: skip
+def test_palm_recipes_decode_with_gnmt_length_penalty(stubs, tmp_path, recipe, lenpen):
+    """PALM names no length penalty; the recipes pass GNMT's form (this project's choice, docs/recipes.md)."""
+    generate = stubbed_run(stubs, tmp_path, recipe, examples=64)["fairseq-generate"]
+    assert flag(generate, "--lenpen-style") == "gnmt" and flag(generate, "--lenpen") == lenpen
+    generate = stubbed_run(stubs, tmp_path / "b", recipe, examples=64, LENPEN_STYLE="fairseq")[
+        "fairseq-generate"
+    ]
+    assert flag(generate, "--lenpen-style") == "fairseq"
+
+
+def test_palm_counts_epochs_into_updates_with_a_linear_schedule(stubs, tmp_path):
+    runs = stubbed_run(stubs, tmp_path, "examples/palm/marco.sh", examples=1000)
+    train = runs["fairseq-train"]
+    assert flag(train, "--max-update") == flag(train, "--total-num-update") == str((1000 + 63) // 64 * 10)
+    assert flag(train, "--lr-scheduler") == "polynomial_decay" and flag(train, "--lr") == "1e-5"
+    assert flag(train, "--warmup-updates") == "10000" and flag(runs["fairseq-generate"], "--beam") == "5"
+
+
+def squad_run(stubs, tmp_path, recipe: str, version: str, **env: str) -> Dict[str, List[str]]:
+    """Run a SQuAD recipe on a tiny synthetic set with fairseq-train and predict_squad.py stubbed; the
+    arguments each saw."""
+    squad = tmp_path / "squad"
+    squad.mkdir(parents=True)
+    (squad / "dict.txt").write_text("\n".join(vocabulary()) + "\n")
+    for split, seed in (("train", 1), ("dev", 2)):
+        data = squad_json(10, seed, unanswerable_prob=0.3 if version == "2.0" else 0.0)
+        (squad / f"{split}-v{version}.json").write_text(json.dumps(data))
+    python = stubs / "python"  # predict_squad.py prints its arguments; everything else runs for real
+    python.write_text(
+        '#!/usr/bin/env bash\nif [ "$1" = scripts/predict_squad.py ]; then echo predict_squad.py; '
+        f'printf "%s\\n" "${{@:2}}"; else exec {sys.executable} "$@"; fi\n'
+    )
+    python.chmod(0o755)
+    environ = clean_environment(PATH=f"{stubs}{os.pathsep}{os.environ['PATH']}", DICT=str(squad / "dict.txt"),
+                                PYTHONPATH=REPO, **env)  # fmt: skip
+    proc = subprocess.run(
+        ["bash", os.path.join(REPO, recipe), str(squad), str(tmp_path / "work")],
+        cwd=tmp_path, env=environ, capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stdout.splitlines()
+    train, predict = lines.index("fairseq-train"), lines.index("predict_squad.py")
+    return {"fairseq-train": lines[train + 1 : predict], "predict_squad.py": lines[predict + 1 :]}
+
+
+def test_squad_v2_uses_the_answerability_classifier(stubs, tmp_path):
+    # UniLMv2 §4.2: the classifier on [SOS] decides "no answer" for SQuAD v2.0
+    runs = squad_run(stubs, tmp_path / "a", "examples/squad/squad_v2.sh", "2.0")
+    train, predict = runs["fairseq-train"], runs["predict_squad.py"]
+    assert "--answerability-head" in train and flag(train, "--answerability-weight") == "1.0"
+    assert "--version-2-with-negative" in predict and flag(predict, "--answerability-threshold") == "0.5"
+    assert flag(predict, "--no-answer-prob-output").endswith("no_answer_probs.json")
+    # ANSWERABILITY_HEAD=0: BERT's null-span rule
+    runs = squad_run(stubs, tmp_path / "b", "examples/squad/squad_v2.sh", "2.0", ANSWERABILITY_HEAD="0")
+    train, predict = runs["fairseq-train"], runs["predict_squad.py"]
+    assert "--answerability-head" not in train and "--answerability-threshold" not in predict
+    assert "--version-2-with-negative" in predict and flag(predict, "--null-score-diff-threshold") == "0.0"
+    # v1.1 has no unanswerable questions: no classifier, and always a span
+    runs = squad_run(stubs, tmp_path / "c", "examples/squad/squad_v1.sh", "1.1")
+    assert "--answerability-head" not in runs["fairseq-train"]
+    assert "--version-2-with-negative" not in runs["predict_squad.py"]
+
+
+def test_palm_pretraining_passes_the_limits_the_encoder_init_and_the_stage2_loss(stubs, tmp_path):
+    """pretrain_base.sh: PALM §2.2/§3.1's 400/100 limits in both stages, the converted RoBERTa for stage 1
+    (§3.1), and stage 2 without the extra MLM term (§2.2)."""
+    path = f"{stubs}{os.pathsep}{os.environ['PATH']}"
+    environ = clean_environment(PATH=path, PRETRAINED_ENCODER="roberta/model.pt")
+    proc = subprocess.run(
+        ["bash", os.path.join(REPO, "examples/palm/pretrain_base.sh"), "bin", str(tmp_path / "save")],
+        cwd=tmp_path, env=environ, capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    runs = proc.stdout.split("fairseq-train\n")[1:]
+    assert len(runs) == 2
+    stage1, stage2 = (run.splitlines() for run in runs)
+    for args in (stage1, stage2):
+        assert (
+            flag(args, "--max-context-tokens") == "400" and flag(args, "--max-continuation-tokens") == "100"
+        )
+        assert flag(args, "--max-fragment-tokens") == "500" and flag(args, "--ddp-backend") == "legacy_ddp"
+    assert flag(stage1, "--stage") == "1" and flag(stage1, "--pretrained-encoder") == "roberta/model.pt"
+    assert flag(stage2, "--stage") == "2" and flag(stage2, "--mlm-weight") == "0"
+    assert "--pretrained-encoder" not in stage2  # stage 2 takes its encoder from stage 1
+    environ.pop("PRETRAINED_ENCODER")
+    proc = subprocess.run(
+        ["bash", os.path.join(REPO, "examples/palm/pretrain_base.sh"), "bin", str(tmp_path / "save")],
+        cwd=tmp_path, env=environ, capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert proc.returncode == 0 and "--pretrained-encoder" not in proc.stdout, proc.stderr

@@ -1,0 +1,126 @@
+"""scripts/tokenize_text.py: raw text -> tokens for fairseq-preprocess, line for line."""
+
+import argparse
+import importlib.util
+import json
+import os
+
+import pytest
+import sentencepiece as spm
+from fairseq.data.encoders import build_bpe
+
+from unilm_fairseq.encoders.wordpiece import SPECIAL_TOKENS, basic_tokenize
+
+from ..helpers.cli import REPO, run_cli
+from ..helpers.resources import austen_documents
+
+SCRIPT = os.path.join(REPO, "scripts", "tokenize_text.py")
+
+
+def load_script():
+    spec = importlib.util.spec_from_file_location("tokenize_text", SCRIPT)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.fixture(scope="module")
+def raw_files(tmp_path_factory):
+    """Two parallel files of real sentences with empty and blank lines at matching places."""
+    work = tmp_path_factory.mktemp("raw")
+    sentences = [s for doc in austen_documents(6) for s in doc if s.strip()][:120]
+    src = [s if i % 17 else "" for i, s in enumerate(sentences)]
+    src[5] = "  \t "  # blank: written out empty
+    src[7] = "Carriage\rreturn inside a line, and a line separator\u2028too."
+    tgt = [s.split(",")[0] if s.strip() else s for s in src]
+    (work / "train.src").write_text("\n".join(src) + "\n", encoding="utf-8")
+    (work / "train.tgt").write_text("\n".join(tgt) + "\n", encoding="utf-8")
+    return work, src, tgt
+
+
+def read_lines(path):
+    with open(path, encoding="utf-8", newline="\n") as f:
+        return [line.rstrip("\n") for line in f]
+
+
+def check_aligned(raw, tokenized, encode):
+    assert len(tokenized) == len(raw)
+    for line, tokens in zip(raw, tokenized):
+        if line.strip():
+            assert tokens == " ".join(encode(line).split()) and tokens
+        else:
+            assert tokens == ""
+
+
+def test_wordpiece_cli_two_files_two_workers(raw_files, tmp_path):
+    work, src, tgt = raw_files
+    words = sorted({w for line in src + tgt for w in basic_tokenize(line)})
+    # leave a few words out so that they are split into pieces or become [UNK]
+    vocab = list(SPECIAL_TOKENS) + [w for w in words if not w.startswith("a")] + ["a", "##n", "##nd", "##s"]
+    vocab_file = tmp_path / "vocab.txt"
+    vocab_file.write_text("\n".join(vocab) + "\n", encoding="utf-8")
+    outputs = [str(tmp_path / "out.src"), str(tmp_path / "out.tgt")]
+    run_cli(["python", SCRIPT, "--bpe", "wordpiece", "--wordpiece-vocab", str(vocab_file),
+             "--inputs", str(work / "train.src"), str(work / "train.tgt"), "--outputs", *outputs,
+             "--workers", "2"])  # fmt: skip
+    bpe = build_bpe(argparse.Namespace(bpe="wordpiece", wordpiece_vocab=str(vocab_file)))
+    check_aligned(src, read_lines(outputs[0]), bpe.encode)
+    check_aligned(tgt, read_lines(outputs[1]), bpe.encode)
+    text = " ".join(read_lines(outputs[0]))
+    assert "##nd" in text and "[UNK]" in text
+
+
+def test_sentencepiece(raw_files, tmp_path):
+    work, src, _ = raw_files
+    prefix = str(tmp_path / "spm")
+    spm.SentencePieceTrainer.train(
+        input=str(work / "train.src"), model_prefix=prefix, vocab_size=150, model_type="unigram",
+        bos_id=-1, eos_id=-1, minloglevel=2, num_threads=1,
+    )  # fmt: skip
+    out = tmp_path / "out.src"
+    load_script().main(["--bpe", "sentencepiece", "--sentencepiece-model", prefix + ".model",
+                        "--inputs", str(work / "train.src"), "--outputs", str(out)])  # fmt: skip
+    processor = spm.SentencePieceProcessor(model_file=prefix + ".model")
+    check_aligned(src, read_lines(out), lambda line: " ".join(processor.encode(line, out_type=str)))
+
+
+def test_gpt2_with_local_files(raw_files, tmp_path):
+    """fairseq's --bpe gpt2 from a small local encoder.json/vocab.bpe: ids out, the same text back."""
+    from fairseq.data.encoders.gpt2_bpe_utils import bytes_to_unicode
+
+    work, src, _ = raw_files
+    symbols = list(bytes_to_unicode().values())  # every byte: any text can be encoded
+    merges = [("\u0120", "t"), ("h", "e"), ("\u0120t", "he"), ("a", "n"), ("an", "d")]  # "\u0120" is a space
+    symbols += ["".join(pair) for pair in merges]
+    encoder_json, vocab_bpe = tmp_path / "encoder.json", tmp_path / "vocab.bpe"
+    encoder_json.write_text(json.dumps({s: i for i, s in enumerate(symbols)}))
+    vocab_bpe.write_text("#version: 0.2\n" + "".join(f"{a} {b}\n" for a, b in merges))
+    out = tmp_path / "out.src"
+    load_script().main(["--bpe", "gpt2", "--gpt2-encoder-json", str(encoder_json),
+                        "--gpt2-vocab-bpe", str(vocab_bpe),
+                        "--inputs", str(work / "train.src"), "--outputs", str(out)])  # fmt: skip
+    bpe = build_bpe(
+        argparse.Namespace(bpe="gpt2", gpt2_encoder_json=str(encoder_json), gpt2_vocab_bpe=str(vocab_bpe))
+    )
+    tokenized = read_lines(out)
+    check_aligned(src, tokenized, bpe.encode)
+    for line, tokens in zip(src, tokenized):
+        if line.strip():  # bytes in, bytes out: even the carriage return comes back
+            assert bpe.decode(tokens) == line
+    assert str(symbols.index("\u0120the")) in " ".join(tokenized).split()
+
+
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["--bpe", "wordpiece"], "--bpe wordpiece needs --wordpiece-vocab"),
+        (["--bpe", "sentencepiece"], "--bpe sentencepiece needs --sentencepiece-model"),
+        (["--bpe", "gpt2"], "nothing is downloaded"),
+        (["--bpe", "wordpiece", "--wordpiece-vocab", "v.txt", "--outputs", "a", "b"], "1 --inputs but 2"),
+    ],
+)
+def test_bad_arguments(argv, message, capsys):
+    argv = ["--inputs", "in.txt", "--outputs", "out.txt"] + argv
+    with pytest.raises(SystemExit):
+        load_script().parse_args(argv)
+    assert message in capsys.readouterr().err
