@@ -12,7 +12,7 @@ import torch
 from omegaconf import OmegaConf
 
 import unilm_fairseq  # noqa: F401
-from unilm_fairseq.serialization import fairseq_checkpoint_globals
+from unilm_fairseq.checkpoint.safe_loading import fairseq_checkpoint_globals
 
 
 class RunsACommand:

@@ -14,7 +14,7 @@ from fairseq.data.encoders import build_bpe
 
 from unilm_fairseq import UniLMModel
 from unilm_fairseq.encoders.wordpiece import SPECIAL_TOKENS
-from unilm_fairseq.hub_interface import _local_bpe_files
+from unilm_fairseq.hub.unilm import _local_bpe_files
 
 from .conftest import run_cli
 

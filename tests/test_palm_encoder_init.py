@@ -3,7 +3,7 @@
 import pytest
 import torch
 
-from unilm_fairseq.pretrained_palm import load_unilmv2_encoder, read_unilmv2_checkpoint
+from unilm_fairseq.checkpoint.palm_init import load_unilmv2_encoder, read_unilmv2_checkpoint
 from unilm_fairseq.tasks.palm_seq2seq import PALMSeq2SeqConfig, PALMSeq2SeqTask
 
 from .conftest import make_dictionary, tiny_model

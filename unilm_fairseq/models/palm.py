@@ -20,9 +20,9 @@ from fairseq.models.transformer import base_architecture as transformer_base_arc
 from fairseq.utils import safe_getattr
 from torch import Tensor
 
+from ..hub.palm import PALMHubInterface
 from ..modules import UniLMLMHead
 from ..modules.pointer_generator import PointerGenerator
-from ..palm_hub_interface import PALMHubInterface
 
 logger = logging.getLogger(__name__)
 

@@ -15,9 +15,9 @@ from fairseq.utils import safe_getattr
 from torch import Tensor, nn
 
 from .. import masks, seq2seq_layout
+from ..checkpoint.unilmv2_init import POSITION_TABLE, fit_position_table
 from ..modules import UniLMLMHead, UniLMTransformer
 from ..modules.heads import SentenceClassificationHead, SpanHead
-from ..pretrained import POSITION_TABLE, fit_position_table
 from .generation import UniLMIncrementalDecoder, UniLMSourceEncoder, source_positions
 
 logger = logging.getLogger(__name__)

@@ -7,7 +7,7 @@ import torch
 from fairseq import checkpoint_utils
 from fairseq.utils import safe_getattr
 
-from . import seq2seq_layout
+from .. import seq2seq_layout
 
 logger = logging.getLogger(__name__)
 

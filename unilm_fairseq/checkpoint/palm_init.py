@@ -8,10 +8,10 @@ from fairseq import checkpoint_utils
 from omegaconf import OmegaConf, open_dict
 from torch import Tensor
 
-from .data.dictionary import load_dictionary_with_mask
-from .models.unilmv2 import UniLMv2Config
-from .pretrained import load_fitting_state
+from ..data.dictionary import load_dictionary_with_mask
+from ..models.unilmv2 import UniLMv2Config
 from .stage_init import summarize
+from .unilmv2_init import load_fitting_state
 
 logger = logging.getLogger(__name__)
 
