@@ -4,18 +4,17 @@ Load with ``--user-dir unilm_fairseq``. fairseq imports ``tasks/`` and
 ``models/`` of a user dir itself; the criteria and the ``--bpe wordpiece``
 encoder are imported here so they are registered too. Importing the package
 also allow-lists the classes fairseq checkpoints pickle, so the safe
-``weights_only`` loader stays on. :class:`UniLMModel` is the Python API
-(``UniLMModel.from_pretrained(...).generate(...)``).
+``weights_only`` loader stays on. :class:`UniLMHubInterface` (also named ``UniLMModel``) and
+:class:`PALMHubInterface` are the Python APIs (``UniLMModel.from_pretrained(...).generate(...)``).
 """
 
-from .serialization import allow_fairseq_checkpoints
+from .checkpoint.safe_loading import allow_fairseq_checkpoints
 
 allow_fairseq_checkpoints()
 
 from . import criterions, encoders, models, scoring, tasks  # noqa: E402,F401  (registration)
-from .hub_interface import UniLMModel  # noqa: E402  (the Python API)
-from .palm_hub_interface import PALMHubInterface  # noqa: E402  (the Python API of palm)
+from .hub import PALMHubInterface, UniLMHubInterface, UniLMModel  # noqa: E402  (the Python APIs)
 
-__all__ = ["PALMHubInterface", "UniLMModel"]
+__all__ = ["PALMHubInterface", "UniLMHubInterface", "UniLMModel"]
 
 __version__ = "0.1.0"

@@ -7,6 +7,7 @@ import re
 import pytest
 
 from unilm_fairseq import PALMHubInterface
+from unilm_fairseq.models.palm import PALMModel
 
 from ..helpers.cli import run_cli
 
@@ -115,6 +116,13 @@ def test_generate_interactive_and_python_api_agree_and_score(rare_bin, trained):
     assert api == inter_hyps
     features = palm.extract_features(sources[:2])
     assert features.shape == (2, 11, 64)  # 10 words + </s>
+    # the model class loads the same interface, as fairseq's from_pretrained returns its hub interface
+    from_model = PALMModel.from_pretrained(
+        str(rare_bin / "ckpt-copy"), checkpoint_file="checkpoint_last.pt",
+        data_name_or_path=str(rare_bin / "bin"), max_source_positions=32, max_target_positions=16,
+    )  # fmt: skip
+    assert type(from_model) is PALMHubInterface
+    assert from_model.generate(sources[:2], beam=4, lenpen=0.9, min_len=3, no_repeat_ngram_size=3) == api[:2]
 
 
 def test_pretrained_checkpoint_initialises_fine_tuning(rare_bin, trained):

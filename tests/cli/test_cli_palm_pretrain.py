@@ -13,7 +13,7 @@ import pytest
 import torch
 from fairseq import checkpoint_utils, tasks
 
-from unilm_fairseq.stage_init import load_encoder_from_checkpoint
+from unilm_fairseq.checkpoint.stage_init import load_encoder_from_checkpoint
 
 from ..helpers.cli import REPO, run_cli
 

@@ -11,7 +11,7 @@ import re
 import pytest
 import torch
 
-from unilm_fairseq.pretrained import POSITION_TABLE
+from unilm_fairseq.models.unilmv2 import POSITION_TABLE
 
 from ..helpers.cli import run_cli
 

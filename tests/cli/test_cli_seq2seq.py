@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from unilm_fairseq.data.seq2seq_dataset import SOURCE_SPECIALS
-from unilm_fairseq.pretrained import POSITION_TABLE
+from unilm_fairseq.models.unilmv2 import POSITION_TABLE
 
 from ..helpers.cli import REPO, run_cli
 

@@ -15,7 +15,7 @@ from fairseq import checkpoint_utils
 from fairseq.data import data_utils
 
 from unilm_fairseq import UniLMModel
-from unilm_fairseq.pretrained import SEGMENT_TABLE
+from unilm_fairseq.models.unilmv2 import SEGMENT_TABLE
 
 from ..helpers.cli import REPO, run_cli, train_records
 

@@ -12,9 +12,10 @@ import pytest
 import torch
 from fairseq.data.encoders import build_bpe
 
-from unilm_fairseq import UniLMModel
+from unilm_fairseq import UniLMHubInterface, UniLMModel
 from unilm_fairseq.encoders.wordpiece import SPECIAL_TOKENS
-from unilm_fairseq.hub_interface import _local_bpe_files
+from unilm_fairseq.hub.unilm import _local_bpe_files
+from unilm_fairseq.models.unilmv2 import UniLMv2Model
 
 from ..helpers.cli import run_cli
 
@@ -196,3 +197,16 @@ def test_generate_on_gpu(unilm):
         assert unilm.extract_features(RAW_INPUTS[:2]).device.type == "cuda"
     finally:
         unilm.cpu()
+
+
+def test_the_model_class_loads_the_same_interface(trained, unilm):
+    """``UniLMv2Model.from_pretrained`` returns the hub interface, as fairseq's returns its
+    ``GeneratorHubInterface``; ``UniLMModel`` is the interface's other name."""
+    assert UniLMModel is UniLMHubInterface
+    hub = UniLMv2Model.from_pretrained(
+        str(trained / "ckpt"), checkpoint_file="checkpoint_last.pt", data_name_or_path=str(trained / "bin"),
+        bpe="wordpiece",
+    ).eval()  # fmt: skip
+    assert type(hub) is UniLMHubInterface
+    inputs = RAW_INPUTS[:3]
+    assert hub.generate(inputs, **DEFAULT_OPTIONS) == unilm.generate(inputs, **DEFAULT_OPTIONS)

@@ -7,6 +7,9 @@ from fairseq.models import ARCH_CONFIG_REGISTRY, ARCH_MODEL_REGISTRY
 
 from .models import make_dictionary
 
+# the unilmv2 sizes the PALM encoder-initialisation tests convert from
+BERT_SIZES = dict(encoder_layers=2, encoder_embed_dim=64, encoder_ffn_embed_dim=96, encoder_attention_heads=4)
+
 
 class _Task:
     def __init__(self, dictionary):

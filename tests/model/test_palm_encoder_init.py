@@ -3,13 +3,11 @@
 import pytest
 import torch
 
-from unilm_fairseq.pretrained_palm import load_unilmv2_encoder, read_unilmv2_checkpoint
+from unilm_fairseq.checkpoint.palm_init import load_unilmv2_encoder, read_unilmv2_checkpoint
 from unilm_fairseq.tasks.palm_seq2seq import PALMSeq2SeqConfig, PALMSeq2SeqTask
 
 from ..helpers.models import make_dictionary, save_checkpoint, tiny_model
-from ..helpers.palm import palm_args, palm_model
-
-BERT_SIZES = dict(encoder_layers=2, encoder_embed_dim=64, encoder_ffn_embed_dim=96, encoder_attention_heads=4)
+from ..helpers.palm import BERT_SIZES, palm_args, palm_model
 
 
 def unilm_and_batch(dictionary, **overrides):

@@ -5,7 +5,7 @@ import logging
 import pytest
 import torch
 
-from unilm_fairseq.pretrained_palm import load_palm_weights
+from unilm_fairseq.checkpoint.palm_init import load_palm_weights
 from unilm_fairseq.tasks.palm_seq2seq import PALMSeq2SeqConfig, PALMSeq2SeqTask
 
 from ..helpers.cli import run_cli

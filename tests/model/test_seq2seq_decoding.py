@@ -14,9 +14,11 @@ from fairseq import utils
 from fairseq.data import data_utils
 
 from unilm_fairseq import seq2seq_layout
+from unilm_fairseq.checkpoint.unilmv2_init import load_pretrained_weights
+from unilm_fairseq.checkpoint.upgrade import tile_rows
 from unilm_fairseq.data.seq2seq_dataset import Seq2SeqDataset
 from unilm_fairseq.masks import seq2seq_mask
-from unilm_fairseq.pretrained import POSITION_TABLE, load_pretrained_weights, tile_rows
+from unilm_fairseq.models.unilmv2 import POSITION_TABLE
 from unilm_fairseq.tasks.unilm_seq2seq import _TokenList
 
 from ..helpers.models import make_dictionary, save_checkpoint, tiny_model

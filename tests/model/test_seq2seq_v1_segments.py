@@ -12,8 +12,8 @@ import torch
 from omegaconf import OmegaConf
 
 from unilm_fairseq import seq2seq_layout
+from unilm_fairseq.checkpoint.unilmv2_init import checkpoint_seq2seq_segments
 from unilm_fairseq.criterions.unilm_seq2seq import UniLMSeq2SeqCriterion
-from unilm_fairseq.pretrained import checkpoint_seq2seq_segments
 from unilm_fairseq.tasks.unilm_seq2seq import _TokenList
 
 from ..helpers.models import save_checkpoint, tiny_config, tiny_model

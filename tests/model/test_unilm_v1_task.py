@@ -10,10 +10,11 @@ import math
 import pytest
 import torch
 
+from unilm_fairseq.checkpoint.unilmv2_init import load_pretrained_weights
 from unilm_fairseq.criterions.unilm import UniLMCriterion
 from unilm_fairseq.data.unilm_cloze_dataset import UniLMClozeDataset
 from unilm_fairseq.data.unilm_objectives import BIDIRECTIONAL, NO_NSP, NOT_NEXT, OBJECTIVE_NAMES
-from unilm_fairseq.pretrained import SEGMENT_TABLE, load_pretrained_weights
+from unilm_fairseq.models.unilmv2 import SEGMENT_TABLE
 from unilm_fairseq.tasks.unilm import UniLMConfig, UniLMTask
 
 from ..helpers.cli import run_cli

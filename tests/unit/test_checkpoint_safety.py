@@ -3,6 +3,7 @@
 import argparse
 import os
 import pickle
+import pickletools
 import subprocess
 import sys
 
@@ -12,7 +13,10 @@ import torch
 from omegaconf import OmegaConf
 
 import unilm_fairseq  # noqa: F401
-from unilm_fairseq.serialization import fairseq_checkpoint_globals
+from unilm_fairseq.checkpoint.safe_loading import fairseq_checkpoint_globals
+from unilm_fairseq.hf_import.convert import checkpoint_state
+
+from ..helpers.models import tiny_model
 
 
 class RunsACommand:
@@ -74,3 +78,32 @@ def test_safe_loading_stays_on():
     allowed = set(fairseq_checkpoint_globals())
     assert os.system not in allowed and eval not in allowed and getattr not in allowed
     assert argparse.Namespace in allowed
+
+
+def pickled_globals(path) -> set:
+    """``module.name`` of every class or function a ``torch.save`` file references."""
+    import zipfile
+
+    with zipfile.ZipFile(path) as archive:
+        data = archive.read(next(n for n in archive.namelist() if n.endswith("data.pkl")))
+    ops = list(pickletools.genops(data))
+    found = set()
+    for i, (op, arg, _) in enumerate(ops):
+        if op.name == "GLOBAL":
+            found.add(arg.replace(" ", "."))
+        elif op.name == "STACK_GLOBAL":
+            found.add(f"{ops[i - 2][1]}.{ops[i - 1][1]}")
+    return found
+
+
+def test_checkpoints_reference_no_class_of_the_plugin(tmp_path):
+    """A checkpoint holds its config as plain containers next to the tensors (what fairseq's trainer and the
+    conversion save): no class of this package is pickled, so its module paths may move."""
+    model = tiny_model()
+    path = tmp_path / "model.pt"
+    torch.save(checkpoint_state(model, model.cfg, str(tmp_path), {"model_dir": "hf"}), path)
+    found = pickled_globals(path)
+    assert "collections.OrderedDict" in found  # the scan sees the state dict's class
+    assert not [name for name in found if name.startswith("unilm_fairseq")]
+    state = torch.load(path, weights_only=True)
+    assert state["cfg"]["model"]["encoder_layers"] == 3

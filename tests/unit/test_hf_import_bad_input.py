@@ -156,3 +156,17 @@ def test_cli_reports_the_error(model_dir, tmp_path):
     assert proc.returncode == 1
     assert "model_type 't5' is not supported" in proc.stderr
     assert not (tmp_path / "out").exists()
+
+
+def test_fitting_errors_come_from_check_fits(model_dir, tmp_path):
+    """The conversion's last step is the check every initialisation runs; its error names the HF weights."""
+    from unilm_fairseq.checkpoint.fitting import CheckpointMismatch
+    from unilm_fairseq.models.unilmv2 import RELATIVE_POSITION_BIAS
+
+    edit_config(model_dir, rel_pos_bins=32, max_rel_pos=128)
+    with pytest.raises(ConversionError) as error:
+        convert_hf_checkpoint(model_dir, str(tmp_path / "out"))
+    mismatch = error.value.__cause__
+    assert isinstance(mismatch, CheckpointMismatch)
+    assert mismatch.missing == [RELATIVE_POSITION_BIAS + "table.weight"]
+    assert mismatch.source == os.path.join(model_dir, "model.safetensors")

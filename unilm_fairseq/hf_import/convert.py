@@ -16,10 +16,11 @@ import torch
 from fairseq.data import Dictionary
 from fairseq.dataclass.configs import FairseqConfig
 from omegaconf import OmegaConf
-from torch import Tensor
 
+from ..checkpoint.converted import load_converted_weights
+from ..checkpoint.fitting import CheckpointMismatch
 from ..data.dictionary import dictionary_from_lines
-from ..models.unilmv2 import UniLMv2Config, UniLMv2Model
+from ..models.unilmv2 import TOKEN_TABLE, UniLMv2Config, UniLMv2Model
 from ..tasks.pmlm import PMLMConfig
 from .config import ConversionError, SourceConfig, read_source_config, unilmv2_config
 from .formats import MAPPERS, MappedWeights
@@ -34,9 +35,6 @@ DICT_FILE = "dict.txt"
 ARGS_FILE = "model_args.txt"
 TASK_NAME = "pmlm"  # its setup_task reads data/dict.txt, nothing else
 ARCH = "unilmv2_base"  # any unilmv2 architecture: the flags in ARGS_FILE set every size
-TOKEN_TABLE = "transformer.embeddings.tokens.weight"
-TIED_HEAD = "lm_head.weight"  # the LM head reads the token table itself
-HEAD_PREFIX = "lm_head."
 HEAD_INIT_SEED = 0  # a missing MLM head is initialised the same way on every run
 
 
@@ -60,39 +58,37 @@ def _dictionary(text: str, vocab_file: str, mapped: MappedWeights, source: Sourc
     return dictionary
 
 
-def _check_against_model(mapped: MappedWeights, own: Dict[str, Tensor], weights_file: str, config_file: str):
-    """Every weight of the model ``config.json`` describes is there, with its shape, and nothing else."""
-    produced = set(mapped.state) | {TIED_HEAD}
-    if not mapped.has_lm_head:
-        produced |= {k for k in own if k.startswith(HEAD_PREFIX)}
-    missing = sorted(set(own) - produced)
-    if missing:
-        raise ConversionError(f"{weights_file}: no weights for {missing[:5]}, which {config_file} implies")
-    unexpected = sorted(set(mapped.state) - set(own))
-    if unexpected:
-        names = [mapped.sources[k] for k in unexpected[:5]]
-        raise ConversionError(f"{weights_file}: {names} have no place in the model {config_file} describes")
-    for key, tensor in mapped.state.items():
-        if tensor.shape != own[key].shape:
-            raise ConversionError(
-                f"{weights_file}: {mapped.sources[key]} has shape {tuple(tensor.shape)} but {config_file} "
-                f"gives {tuple(own[key].shape)} (for {key})"
-            )
+def _conversion_error(mismatch: CheckpointMismatch, mapped: MappedWeights, config_file: str):
+    """The first problem of ``mismatch``, the weights named as the source model names them."""
+    weights_file = mismatch.source
+    if mismatch.missing:
+        message = f"no weights for {mismatch.missing[:5]}, which {config_file} implies"
+    elif mismatch.unexpected:
+        names = [mapped.sources.get(k, k) for k in mismatch.unexpected[:5]]
+        message = f"{names} have no place in the model {config_file} describes"
+    else:
+        key, have, need = mismatch.mismatched[0]
+        message = (
+            f"{mapped.sources.get(key, key)} has shape {have} but {config_file} gives {need} (for {key})"
+        )
+    return ConversionError(f"{weights_file}: {message}")
 
 
 def build_model(
     mapped: MappedWeights, cfg: UniLMv2Config, dictionary: Dictionary, source: SourceConfig, weights_file: str
 ):
-    """A ``unilmv2`` model holding the converted weights (a missing MLM head freshly initialised, tied)."""
+    """A ``unilmv2`` model holding the converted weights (a missing MLM head freshly initialised, tied).
+
+    Every weight of the model ``config.json`` describes must be there, with its shape, and nothing else
+    (:func:`~unilm_fairseq.checkpoint.converted.load_converted_weights`).
+    """
     with torch.random.fork_rng():
         torch.manual_seed(HEAD_INIT_SEED)
         model = UniLMv2Model(cfg, dictionary)
-    own = model.state_dict()
-    _check_against_model(mapped, own, weights_file, source.path)
-    state = dict(own)
-    state.update(mapped.state)
-    state[TIED_HEAD] = mapped.state[TOKEN_TABLE]
-    model.load_state_dict(state)
+    try:
+        load_converted_weights(model, mapped.state, mapped.has_lm_head, weights_file, source.path)
+    except CheckpointMismatch as mismatch:
+        raise _conversion_error(mismatch, mapped, source.path) from mismatch
     return model.eval()
 
 

@@ -21,13 +21,30 @@ from fairseq.models.transformer import base_architecture as transformer_base_arc
 from fairseq.utils import safe_getattr
 from torch import Tensor
 
+from ..hub.palm import PALMHubInterface
 from ..modules import UniLMLMHead
-from ..modules.pointer_generator import PointerGenerator
-from ..palm_hub_interface import PALMHubInterface
+from ..modules.pointer_generator import COPY_ATTENTION, COPY_GATE, PointerGenerator
 
 logger = logging.getLogger(__name__)
 
 LAYERNORM_EPS = 1e-5  # fairseq's LayerNorm default
+
+# state-dict keys of the model's parameters
+ENCODER, DECODER = "encoder.", "decoder."
+TOKEN_TABLE = "encoder.embed_tokens.weight"  # shared by the encoder, the decoder and the output layer
+SOURCE_POSITION_TABLE = "encoder.embed_positions.weight"
+TARGET_POSITION_TABLE = "decoder.embed_positions.weight"
+ENCODER_LAYER_NORM = "encoder.layernorm_embedding."
+ENCODER_VERSION = "encoder.version"  # fairseq's format version buffer
+ENCODER_MLM_HEAD = "encoder_mlm_head."
+POINTER = "decoder.pointer."
+COPY_ATTENTION_PARTS = tuple(POINTER + part for part in COPY_ATTENTION)
+COPY_GATE_PARTS = tuple(POINTER + part for part in COPY_GATE)
+
+
+def encoder_layer_key(layer: int, part: str) -> str:
+    """The key of ``part`` (e.g. ``"fc1.weight"``) of encoder layer ``layer``."""
+    return f"{ENCODER}layers.{layer}.{part}"
 
 
 @dataclass

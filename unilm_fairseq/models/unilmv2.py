@@ -15,15 +15,34 @@ from fairseq.utils import safe_getattr
 from torch import Tensor, nn
 
 from .. import masks, seq2seq_layout
-from ..modules import UniLMLMHead, UniLMTransformer
+from ..checkpoint.upgrade import upgrade_state
+from ..hub.unilm import UniLMHubInterface
+from ..modules import UniLMLMHead, UniLMTransformer, transformer
 from ..modules.heads import SentenceClassificationHead, SpanHead
-from ..pretrained import POSITION_TABLE, fit_position_table
 from .generation import UniLMIncrementalDecoder, UniLMSourceEncoder, source_positions
 
 logger = logging.getLogger(__name__)
 
 NSP_HEAD = "nsp"  # the classification head UniLM v1 pre-training adds for next-sentence prediction
 NSP_CLASSES = 2  # is next, is not
+
+# state-dict keys of the model's parameters
+TRANSFORMER = "transformer."
+LM_HEAD = "lm_head."
+TOKEN_TABLE = TRANSFORMER + transformer.TOKEN_TABLE
+POSITION_TABLE = TRANSFORMER + transformer.POSITION_TABLE
+SEGMENT_TABLE = TRANSFORMER + transformer.SEGMENT_TABLE
+EMBEDDING_LAYER_NORM = TRANSFORMER + transformer.EMBEDDING_LAYER_NORM
+EMBEDDING_PROJECTION = TRANSFORMER + transformer.EMBEDDING_PROJECTION
+RELATIVE_POSITION_BIAS = TRANSFORMER + transformer.RELATIVE_POSITION_BIAS
+LAYERS = TRANSFORMER + transformer.LAYERS
+LM_HEAD_OUTPUT = LM_HEAD + transformer.LM_HEAD_OUTPUT  # the token table itself (tied)
+HEADS = ("classification_heads.", "span_heads.")  # task heads, registered by name
+
+
+def layer_key(layer: int, part: str) -> str:
+    """The key of ``part`` (e.g. ``"fc1.weight"``) of Transformer layer ``layer``."""
+    return f"{LAYERS}{layer}.{part}"
 
 
 @dataclass
@@ -126,6 +145,15 @@ class UniLMv2Model(BaseFairseqModel):
     @classmethod
     def build_model(cls, cfg, task):
         return cls(cfg, task.source_dictionary)
+
+    @classmethod
+    def from_pretrained(
+        cls, model_dir, checkpoint_file="checkpoint_best.pt", data_name_or_path=".", **kwargs
+    ) -> UniLMHubInterface:
+        """Load a checkpoint for generation from text: a :class:`~unilm_fairseq.hub.UniLMHubInterface`
+        (fairseq's ``from_pretrained`` likewise returns a ``GeneratorHubInterface``); the arguments are
+        :meth:`UniLMHubInterface.from_pretrained`'s."""
+        return UniLMHubInterface.from_pretrained(model_dir, checkpoint_file, data_name_or_path, **kwargs)
 
     def max_positions(self):
         return self.cfg.max_positions
@@ -252,30 +280,11 @@ class UniLMv2Model(BaseFairseqModel):
         return src_tokens, segments, source_positions(padding), masks.padded_bidirectional_mask(padding)
 
     def upgrade_state_dict_named(self, state_dict, name):
-        """Fit a checkpoint to this model's task heads and position table.
-
-        Heads registered here but absent from the checkpoint (fine-tuning from a
-        pre-trained model) keep their fresh initialisation; heads in the
-        checkpoint that this model did not register (another task's) are dropped.
-        A position table of another length (``--max-positions``) is tiled or cut.
-        All of it is logged.
-        """
+        """Fit a checkpoint to this model's task heads and position table
+        (:func:`unilm_fairseq.checkpoint.upgrade.upgrade_state`)."""
         super().upgrade_state_dict_named(state_dict, name)
         prefix = name + "." if name else ""
-        own = self.state_dict()
-        positions = prefix + POSITION_TABLE
-        if positions in state_dict:
-            state_dict[positions] = fit_position_table(state_dict[positions], own[POSITION_TABLE].size(0))
-        for attr in ("classification_heads", "span_heads"):
-            head_prefix = f"{prefix}{attr}."
-            for key in [k for k in state_dict if k.startswith(head_prefix)]:
-                if key[len(prefix) :] not in own:
-                    logger.warning("dropping %s: no such head in this model", key)
-                    del state_dict[key]
-            for key, value in own.items():
-                if key.startswith(f"{attr}.") and prefix + key not in state_dict:
-                    logger.info("initialising %s (not in the checkpoint)", key)
-                    state_dict[prefix + key] = value
+        upgrade_state(state_dict, self.state_dict(), prefix, position_table=POSITION_TABLE, heads=HEADS)
 
 
 def seq2seq_segments(cfg) -> Tuple[int, int]:

@@ -24,6 +24,10 @@ from fairseq.incremental_decoding_utils import with_incremental_state
 from torch import Tensor, nn
 
 COPY_STATE = "copy_keys"
+# state-dict prefixes, relative to a PointerGenerator, of the parts a model without copying (copy=False)
+# does not build
+COPY_ATTENTION = ("source_proj.", "state_proj.", "score.")
+COPY_GATE = ("gate_context.", "gate_state.")
 
 
 def log_copy_distribution(log_alpha: Tensor, src_tokens: Tensor, vocab_size: int) -> Tensor:

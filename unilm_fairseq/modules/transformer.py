@@ -12,6 +12,24 @@ from torch import Tensor, nn
 from .attention import BiasedSelfAttention, KeyValue, build_attention_bias
 from .relative_position import RelativePositionBias
 
+# state-dict keys of the parameters defined below, relative to a UniLMTransformer
+TOKEN_TABLE = "embeddings.tokens.weight"
+POSITION_TABLE = "embeddings.positions.weight"
+SEGMENT_TABLE = "embeddings.segments.weight"
+EMBEDDING_LAYER_NORM = "embeddings.layer_norm."
+EMBEDDING_PROJECTION = "embeddings.project."  # ELECTRA's narrower embeddings
+RELATIVE_POSITION_BIAS = "rel_pos_bias."  # the table shared by all layers
+LAYERS = "layers."
+# the modules of a UniLMTransformerLayer that hold a weight and a bias (fairseq's TransformerEncoderLayer
+# names them alike)
+LAYER_PARTS = (
+    "self_attn.q_proj", "self_attn.k_proj", "self_attn.v_proj", "self_attn.out_proj", "self_attn_layer_norm",
+    "fc1", "fc2", "final_layer_norm",
+)  # fmt: skip
+# the parameters of a UniLMLMHead besides the output weight it shares with the token table
+LM_HEAD_PARTS = ("dense.weight", "dense.bias", "layer_norm.weight", "layer_norm.bias", "bias")
+LM_HEAD_OUTPUT = "weight"
+
 
 def token_embed_dim(cfg) -> int:
     """Width of the embedding tables: ``cfg.token_embed_dim``, or the hidden size when it is 0 (unset)."""

@@ -20,6 +20,8 @@ from fairseq.dataclass import FairseqDataclass
 from fairseq.tasks import register_task
 from omegaconf import II, MISSING
 
+from ..checkpoint.palm_init import build_with_unilmv2_encoder
+from ..checkpoint.stage_init import load_encoder_from_checkpoint
 from ..data.masking import MaskingConfig
 from ..data.palm_fragments import (
     MAX_CONTEXT_TOKENS,
@@ -29,8 +31,6 @@ from ..data.palm_fragments import (
 )
 from ..data.palm_pretrain_dataset import PALMPretrainDataset
 from ..modules.ngram_block import with_prefix_ngram_blocker
-from ..pretrained_palm import build_with_unilmv2_encoder
-from ..stage_init import load_encoder_from_checkpoint
 from .shared_dictionary import SharedDictionaryTask
 
 logger = logging.getLogger(__name__)

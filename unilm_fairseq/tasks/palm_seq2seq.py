@@ -10,9 +10,14 @@ from fairseq.dataclass import ChoiceEnum
 from fairseq.tasks import register_task
 from fairseq.tasks.translation import TranslationConfig, TranslationTask
 
+from ..checkpoint.palm_init import (
+    ABLATED_PART,
+    build_with_unilmv2_encoder,
+    load_palm_weights,
+    set_model_option,
+)
 from ..data.dictionary import load_dictionary_with_mask
 from ..data.skip_indices_dataset import SkipIndicesDataset
-from ..pretrained_palm import ABLATED_PART, build_with_unilmv2_encoder, load_palm_weights, set_model_option
 from .decoding_conventions import DecodingConventionsConfig, DecodingConventionsTask
 
 logger = logging.getLogger(__name__)

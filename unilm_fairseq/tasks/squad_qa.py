@@ -16,11 +16,11 @@ from fairseq.dataclass import ChoiceEnum, FairseqDataclass
 from fairseq.tasks import register_task
 from omegaconf import MISSING
 
+from ..checkpoint.unilmv2_init import load_pretrained_weights
 from ..data.offset_tokenizers import SentencePieceOffsets, WordPieceOffsets, words_tokenizer
 from ..data.squad_dataset import SquadWindowDataset, tokenize_examples
 from ..data.squad_examples import SPECIALS_PER_WINDOW, read_squad_examples
 from ..modules.heads import ANSWERABILITY_CLASSES
-from ..pretrained import load_pretrained_weights
 from .shared_dictionary import SharedDictionaryTask
 
 logger = logging.getLogger(__name__)

@@ -13,6 +13,7 @@ import numpy as np
 from fairseq.data import Dictionary
 from fairseq.tasks import register_task
 
+from ..checkpoint.unilmv2_init import load_pretrained_weights
 from ..data.masking import MaskingConfig
 from ..data.unilm_cloze_dataset import UniLMClozeDataset
 from ..data.unilm_objectives import (
@@ -21,7 +22,6 @@ from ..data.unilm_objectives import (
     UniLMObjectiveDataset,
     block_document_ranges,
 )
-from ..pretrained import load_pretrained_weights
 from .shared_dictionary import DOCUMENT_SEP_LEN, SharedDictionaryTask, TextBlocksConfig, text_blocks
 
 logger = logging.getLogger(__name__)

@@ -1,9 +1,9 @@
 """Python API: load a fine-tuned checkpoint in one call, then encode, generate and extract features.
 
-    from unilm_fairseq import UniLMModel
-    unilm = UniLMModel.from_pretrained("checkpoints", checkpoint_file="checkpoint_best.pt",
-                                       data_name_or_path="data-bin", bpe="sentencepiece",
-                                       sentencepiece_model="spm.model")
+    from unilm_fairseq import UniLMHubInterface
+    unilm = UniLMHubInterface.from_pretrained("checkpoints", checkpoint_file="checkpoint_best.pt",
+                                              data_name_or_path="data-bin", bpe="sentencepiece",
+                                              sentencepiece_model="spm.model")
     unilm.generate(["a source text", "another one"], beam=5, lenpen=0.9, no_repeat_ngram_size=3)
     unilm.generate(["a source text"], beam=5, lenpen=0.9, lenpen_style="gnmt", no_repeat_ngram_size=3,
                    no_repeat_ngram_exempt=["."])  # the papers' decoding conventions
@@ -12,7 +12,8 @@ The interface is fairseq's :class:`~fairseq.hub_utils.GeneratorHubInterface` (li
 batches go through the task's ``build_dataset_for_inference`` and ``inference_step``, exactly the path of
 ``fairseq-interactive``, so the same inputs and options give the same hypotheses as ``fairseq-generate``
 and ``fairseq-interactive``. It is an ``nn.Module``: ``.cuda()``, ``.to(device)`` and ``.half()`` move the
-model, and inputs follow it.
+model, and inputs follow it. ``UniLMv2Model.from_pretrained(...)`` returns the same object; ``UniLMModel``
+is another name of the class.
 """
 
 import copy
@@ -29,7 +30,8 @@ from torch import Tensor
 
 logger = logging.getLogger(__name__)
 
-PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))  # the --user-dir that registers the plugin
+# the --user-dir that registers the plugin
+PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # files of each text encoder looked up in the model folder when its option is not given, first match wins
 # (fairseq's own defaults for gpt2 are URLs: nothing may be downloaded)
 BPE_FILES = {
@@ -46,7 +48,7 @@ Text = Union[str, Sequence[str]]
 Tokens = Union[Tensor, Sequence[Tensor]]
 
 
-class UniLMModel(GeneratorHubInterface):
+class UniLMHubInterface(GeneratorHubInterface):
     """A loaded ``unilm_seq2seq`` model with its dictionary and text encoder (see the module docstring)."""
 
     def __init__(self, cfg, task, models):
@@ -60,7 +62,7 @@ class UniLMModel(GeneratorHubInterface):
         checkpoint_file: str = "checkpoint_best.pt",
         data_name_or_path: str = ".",
         **kwargs,
-    ) -> "UniLMModel":
+    ) -> "UniLMHubInterface":
         """Load ``model_dir/checkpoint_file`` (``os.pathsep``-separated files make an ensemble).
 
         Args:
@@ -209,6 +211,9 @@ class UniLMModel(GeneratorHubInterface):
         src = src.to(self.device)  # B x S
         features, _, padding, _ = self.model.encoder.source_states(src)
         return features.masked_fill(padding.unsqueeze(-1), 0)  # B x S x C
+
+
+UniLMModel = UniLMHubInterface  # the name of the first releases
 
 
 def _local_bpe_files(model_dir: str, kwargs: Dict) -> Dict[str, str]:

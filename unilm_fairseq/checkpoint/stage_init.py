@@ -7,9 +7,10 @@ from typing import Dict, Iterable, List
 
 from fairseq import checkpoint_utils
 
-logger = logging.getLogger(__name__)
+from ..models.palm import DECODER
+from .fitting import check_fits
 
-DECODER_PREFIX = "decoder."
+logger = logging.getLogger(__name__)
 
 
 def summarize(names: Iterable[str]) -> str:
@@ -30,27 +31,24 @@ def load_encoder_from_checkpoint(model, path: str) -> Dict[str, List[str]]:
         tensor names by origin: ``"checkpoint"``, ``"tied"`` (decoder tensors
         tied to a copied one) and ``"fresh"``; the same summary is logged.
     Raises:
-        ValueError: when the checkpoint's non-decoder weights do not fit the model.
+        CheckpointMismatch: when the checkpoint's non-decoder weights do not fit the model
+            (:func:`~unilm_fairseq.checkpoint.fitting.check_fits`).
     """
     state = checkpoint_utils.load_checkpoint_to_cpu(path)["model"]
     own = model.state_dict()
-    copied = {k: v for k, v in state.items() if not k.startswith(DECODER_PREFIX)}
-    missing = sorted(k for k in own if not k.startswith(DECODER_PREFIX) and k not in copied)
-    unexpected = sorted(set(copied) - set(own))
-    mismatched = [
-        (k, tuple(v.shape), tuple(own[k].shape))
-        for k, v in copied.items()
-        if k in own and v.shape != own[k].shape
-    ]
-    if missing or unexpected or mismatched:
-        raise ValueError(
-            f"{path} does not fit this model's encoder: missing {missing[:5]}, unexpected {unexpected[:5]}, "
-            f"shape mismatches {mismatched[:5]} (same --arch and dict.txt as stage 1?)"
-        )
+    copied = {k: v for k, v in state.items() if not k.startswith(DECODER)}
+    check_fits(
+        own,
+        copied,
+        source=path,
+        target="this model's encoder",
+        allowed_missing=(DECODER,),
+        advice="same --arch and dict.txt as stage 1?",
+    )
     names = sorted(copied)
     model.load_state_dict(dict(copied), strict=False)  # fairseq's upgrade step adds keys to what it is given
     copied_storage = {own[k].data_ptr() for k in names}
-    decoder = [k for k in own if k.startswith(DECODER_PREFIX)]
+    decoder = [k for k in own if k.startswith(DECODER)]
     origin = {
         "checkpoint": names,
         "tied": sorted(k for k in decoder if own[k].data_ptr() in copied_storage),

@@ -8,36 +8,35 @@ from fairseq import checkpoint_utils
 from omegaconf import OmegaConf, open_dict
 from torch import Tensor
 
-from .data.dictionary import load_dictionary_with_mask
-from .models.unilmv2 import UniLMv2Config
-from .pretrained import load_fitting_state
+from ..data.dictionary import load_dictionary_with_mask
+from ..models import palm, unilmv2
+from ..models.palm import DECODER, ENCODER, SOURCE_POSITION_TABLE, TARGET_POSITION_TABLE, TOKEN_TABLE
+from ..modules.transformer import LAYER_PARTS, LM_HEAD_PARTS
+from .fitting import VOCABULARY_HINT, check_fits, load_fitting_state
 from .stage_init import summarize
 
 logger = logging.getLogger(__name__)
 
-TOKEN_TABLE = "encoder.embed_tokens.weight"
-POSITION_TABLES = ("encoder.embed_positions.weight", "decoder.embed_positions.weight")
+POSITION_TABLES = (SOURCE_POSITION_TABLE, TARGET_POSITION_TABLE)
 # parts a checkpoint may have that the model does not build: pre-training's MLM head, and the copy
 # attention when fine-tuning with --no-copy
 OPTIONAL_PARTS = {
-    "encoder_mlm_head.": "the encoder MLM head (fine-tuning has none)",
-    "decoder.pointer.source_proj.": "the copy attention (--no-copy)",
-    "decoder.pointer.state_proj.": "the copy attention (--no-copy)",
-    "decoder.pointer.score.": "the copy attention (--no-copy)",
-    "decoder.pointer.gate_context.": "the copy gate (--no-copy)",
-    "decoder.pointer.gate_state.": "the copy gate (--no-copy)",
+    palm.ENCODER_MLM_HEAD: "the encoder MLM head (fine-tuning has none)",
+    **{prefix: "the copy attention (--no-copy)" for prefix in palm.COPY_ATTENTION_PARTS},
+    **{prefix: "the copy gate (--no-copy)" for prefix in palm.COPY_GATE_PARTS},
 }
 
 
 # PALM Table 6's ablations of the pre-trained model (§3.7: "we ablate autoencoding and autoregression by
 # randomly initializing the weights of the encoder and the decoder, respectively"): the part left fresh
-ABLATED_PART = {"autoencoding": "encoder.", "autoregression": "decoder."}
+ABLATED_PART = {"autoencoding": ENCODER, "autoregression": DECODER}
 
 
 def load_palm_weights(model, path: str, ablation: Optional[str] = None) -> None:
     """Copy every weight of the ``palm`` checkpoint ``path`` into ``model``; clear errors on any mismatch.
 
-    Parts ``model`` does not build (:data:`OPTIONAL_PARTS`) are dropped, with a log line. A longer learned
+    Parts ``model`` does not build (:data:`OPTIONAL_PARTS`) are dropped, with a log line; anything else
+    must fit (:func:`~unilm_fairseq.checkpoint.fitting.check_fits`). A longer learned
     position table keeps its first rows (fine-tuning with shorter sources or targets); a shorter one is an
     error naming the limit. The vocabulary must match exactly (binarize with the pre-training ``dict.txt``).
 
@@ -50,30 +49,19 @@ def load_palm_weights(model, path: str, ablation: Optional[str] = None) -> None:
     own = model.state_dict()
     if TOKEN_TABLE not in state:
         raise ValueError(f"{path} is not a palm checkpoint (it has no {TOKEN_TABLE})")
-    if state[TOKEN_TABLE].shape != own[TOKEN_TABLE].shape:
-        raise ValueError(
-            f"{path}: token embeddings are {tuple(state[TOKEN_TABLE].shape)} but the dictionary gives "
-            f"{tuple(own[TOKEN_TABLE].shape)}; binarize with the checkpoint's dict.txt "
-            "(fairseq-preprocess --srcdict DICT --tgtdict DICT)"
-        )
+    hints = {TOKEN_TABLE: VOCABULARY_HINT}
+    check_fits({TOKEN_TABLE: own[TOKEN_TABLE]}, {TOKEN_TABLE: state[TOKEN_TABLE]}, source=path, hints=hints)
     for key in POSITION_TABLES:
         if key in state and key in own and state[key].size(0) != own[key].size(0):
             have, need = state[key].size(0), own[key].size(0)
             if have < need:
-                side = "source" if key.startswith("encoder") else "target"
+                side = "source" if key == SOURCE_POSITION_TABLE else "target"
                 raise ValueError(
                     f"{path}: {key} has {have} rows but the model needs {need}: lower "
                     f"--max-{side}-positions by {need - have} (at most the pre-training length)"
                 )
             state[key] = state[key][:need].clone()
-    for prefix, part in OPTIONAL_PARTS.items():
-        if any(k.startswith(prefix) for k in own):
-            continue
-        dropped = [k for k in state if k.startswith(prefix)]
-        for key in dropped:
-            del state[key]
-        if dropped:
-            logger.info("not loading %s: %d tensors under %s", part, len(dropped), prefix)
+    not_built = [prefix for prefix in OPTIONAL_PARTS if not any(k.startswith(prefix) for k in own)]
     if ablation is not None:
         if ablation not in ABLATED_PART:
             raise ValueError(f"unknown ablation {ablation!r}: expected one of {', '.join(ABLATED_PART)}")
@@ -88,16 +76,14 @@ def load_palm_weights(model, path: str, ablation: Optional[str] = None) -> None:
             len(fresh),
             summarize(fresh),
         )
-    load_fitting_state(model, state, path)
+    fit = load_fitting_state(model, state, path, allowed_unexpected=not_built, hints=hints)
+    for prefix in not_built:
+        dropped = [k for k in fit.unexpected if k.startswith(prefix)]
+        if dropped:
+            logger.info("not loading %s: %d tensors under %s", OPTIONAL_PARTS[prefix], len(dropped), prefix)
 
 
 # ------------------------------------------------------------------- the encoder from a unilmv2 checkpoint
-
-UNILM_LAYER_PARTS = (
-    "self_attn.q_proj", "self_attn.k_proj", "self_attn.v_proj", "self_attn.out_proj", "self_attn_layer_norm",
-    "fc1", "fc2", "final_layer_norm",
-)  # fmt: skip
-UNILM_HEAD_PARTS = ("dense.weight", "dense.bias", "layer_norm.weight", "layer_norm.bias", "bias")
 
 
 def _model_option(checkpoint: Dict[str, Any], name: str) -> Optional[Any]:
@@ -114,7 +100,7 @@ def _model_option(checkpoint: Dict[str, Any], name: str) -> Optional[Any]:
 def _layernorm_eps(checkpoint: Dict[str, Any]) -> float:
     """A ``unilmv2`` checkpoint's LayerNorm epsilon (the unilmv2 default when it has no config)."""
     eps = _model_option(checkpoint, "layernorm_eps")
-    return float(eps if eps is not None else UniLMv2Config.layernorm_eps)
+    return float(eps if eps is not None else unilmv2.UniLMv2Config.layernorm_eps)
 
 
 def read_unilmv2_checkpoint(path: str) -> Tuple[Dict[str, Tensor], float]:
@@ -184,7 +170,7 @@ def build_with_unilmv2_encoder(build: Callable[[Any], Any], cfg, path: str, dict
     load_unilmv2_encoder(model, checkpoint["model"], path)
     own = model.state_dict()
     shared = own[TOKEN_TABLE].data_ptr()
-    fresh = [k for k in own if k.startswith("decoder.") and own[k].data_ptr() != shared]
+    fresh = [k for k in own if k.startswith(DECODER) and own[k].data_ptr() != shared]
     logger.info("  the decoder keeps its fresh initialisation: %d tensors: %s", len(fresh), summarize(fresh))
     return model
 
@@ -198,50 +184,53 @@ def load_unilmv2_encoder(model, state: Dict[str, Tensor], path: str) -> None:
     LayerNorm epsilon (``--encoder-layernorm-eps``). A relative position bias or a factorised embedding
     (ELECTRA) has no counterpart in fairseq's encoder: a clear error. The decoder stays as initialised.
     """
-    if any(k.startswith("transformer.rel_pos_bias.") for k in state):
+    if any(k.startswith(unilmv2.RELATIVE_POSITION_BIAS) for k in state):
         raise ValueError(
             f"{path} uses a relative position bias, which fairseq's Transformer encoder cannot express: "
             "convert a checkpoint without it (BERT, RoBERTa, MiniLM)"
         )
-    if any(k.startswith("transformer.embeddings.project.") for k in state):
+    if any(k.startswith(unilmv2.EMBEDDING_PROJECTION) for k in state):
         raise ValueError(f"{path} has embeddings narrower than its hidden size (ELECTRA): not supported")
     own = model.state_dict()
     new = {}
-    tokens = state.get("transformer.embeddings.tokens.weight")
+    tokens = state.get(unilmv2.TOKEN_TABLE)
     if tokens is None:
-        raise ValueError(f"{path} is not a unilmv2 checkpoint (no transformer.embeddings.tokens.weight)")
-    if tokens.shape != own[TOKEN_TABLE].shape:
-        raise ValueError(
-            f"{path}: token embeddings are {tuple(tokens.shape)} but the model's are "
-            f"{tuple(own[TOKEN_TABLE].shape)}; binarize with the checkpoint's dict.txt and use its sizes"
-        )
+        raise ValueError(f"{path} is not a unilmv2 checkpoint (no {unilmv2.TOKEN_TABLE})")
+    hints = {TOKEN_TABLE: VOCABULARY_HINT}
+    check_fits({TOKEN_TABLE: own[TOKEN_TABLE]}, {TOKEN_TABLE: tokens}, source=path, hints=hints)
     new[TOKEN_TABLE] = tokens
-    positions = state["transformer.embeddings.positions.weight"]
-    if "transformer.embeddings.segments.weight" in state:
-        positions = positions + state["transformer.embeddings.segments.weight"][0]
-    table = own[POSITION_TABLES[0]].clone()
+    positions = state[unilmv2.POSITION_TABLE]
+    if unilmv2.SEGMENT_TABLE in state:
+        positions = positions + state[unilmv2.SEGMENT_TABLE][0]
+    table = own[SOURCE_POSITION_TABLE].clone()
     offset = model.encoder.padding_idx + 1  # fairseq's first position id
     rows = table.size(0) - offset
     if positions.size(0) < rows:
         have = positions.size(0)
         raise ValueError(f"{path} has {have} positions: use --max-source-positions {have} or less")
     table[offset:] = positions[:rows]
-    new[POSITION_TABLES[0]] = table
-    new["encoder.layernorm_embedding.weight"] = state["transformer.embeddings.layer_norm.weight"]
-    new["encoder.layernorm_embedding.bias"] = state["transformer.embeddings.layer_norm.bias"]
-    layers = sum(1 for k in state if k.startswith("transformer.layers.") and k.endswith(".fc1.weight"))
+    new[SOURCE_POSITION_TABLE] = table
+    for kind in ("weight", "bias"):
+        new[palm.ENCODER_LAYER_NORM + kind] = state[unilmv2.EMBEDDING_LAYER_NORM + kind]
+    layers = sum(1 for k in state if k.startswith(unilmv2.LAYERS) and k.endswith(".fc1.weight"))
     if layers != len(model.encoder.layers):
         raise ValueError(f"{path} has {layers} layers but the encoder has {len(model.encoder.layers)}")
     for i in range(layers):
-        for part in UNILM_LAYER_PARTS:
-            for kind in ("weight", "bias"):
-                new[f"encoder.layers.{i}.{part}.{kind}"] = state[f"transformer.layers.{i}.{part}.{kind}"]
-    if model.encoder_mlm_head is not None and "lm_head.dense.weight" in state:
-        for part in UNILM_HEAD_PARTS:
-            new[f"encoder_mlm_head.{part}"] = state[f"lm_head.{part}"]
-    mismatched = [(k, tuple(v.shape), tuple(own[k].shape)) for k, v in new.items() if v.shape != own[k].shape]
-    if mismatched:
-        raise ValueError(f"{path} does not fit this encoder (hidden or FFN size): {mismatched[:3]}")
+        for part in LAYER_PARTS:
+            for name in (f"{part}.weight", f"{part}.bias"):
+                new[palm.encoder_layer_key(i, name)] = state[unilmv2.layer_key(i, name)]
+    if model.encoder_mlm_head is not None and unilmv2.LM_HEAD + LM_HEAD_PARTS[0] in state:
+        for part in LM_HEAD_PARTS:
+            new[palm.ENCODER_MLM_HEAD + part] = state[unilmv2.LM_HEAD + part]
+    # what a unilmv2 checkpoint has no counterpart for keeps the initialisation the model was built with
+    check_fits(
+        own,
+        new,
+        source=path,
+        target="this encoder",
+        allowed_missing=(DECODER, palm.ENCODER_VERSION, palm.ENCODER_MLM_HEAD),
+        advice="is the hidden or FFN size the checkpoint's (its model_args.txt)?",
+    )
     own.update(new)
     model.load_state_dict(own)
     logger.info("initialised the encoder and the shared embeddings from %s (%d tensors)", path, len(new))

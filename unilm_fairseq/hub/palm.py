@@ -10,7 +10,7 @@
 
 ``PALMModel.from_pretrained(...)`` returns the same object. Batches go through the task's
 ``build_dataset_for_inference`` and ``inference_step``, the path of ``fairseq-interactive`` (see
-:class:`unilm_fairseq.hub_interface.UniLMModel`, whose loading, encoding and generation it shares).
+:class:`unilm_fairseq.hub.UniLMHubInterface`, whose loading, encoding and generation it shares).
 """
 
 from typing import Union
@@ -19,10 +19,10 @@ import torch
 from fairseq.data import data_utils
 from torch import Tensor
 
-from .hub_interface import Tokens, UniLMModel
+from .unilm import Tokens, UniLMHubInterface
 
 
-class PALMHubInterface(UniLMModel):
+class PALMHubInterface(UniLMHubInterface):
     """A loaded ``palm`` model (``--task palm_seq2seq``) with its dictionary and text encoder."""
 
     def extract_features(self, tokens: Union[str, Tokens]) -> Tensor:

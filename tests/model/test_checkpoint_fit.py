@@ -1,0 +1,241 @@
+"""check_fits: missing, unexpected and reshaped keys, the caller's allowed sets; and every path that
+initialises a model from a checkpoint reports a mismatch through it, in its one format."""
+
+import re
+
+import pytest
+import torch
+
+from unilm_fairseq.checkpoint.converted import load_converted_weights
+from unilm_fairseq.checkpoint.fitting import (
+    VOCABULARY_HINT,
+    CheckpointMismatch,
+    Fit,
+    check_fits,
+    load_fitting_state,
+)
+from unilm_fairseq.checkpoint.palm_init import load_palm_weights, load_unilmv2_encoder
+from unilm_fairseq.checkpoint.stage_init import load_encoder_from_checkpoint
+from unilm_fairseq.checkpoint.unilmv2_init import load_pretrained_weights
+from unilm_fairseq.models import palm, unilmv2
+from unilm_fairseq.modules.transformer import LM_HEAD_PARTS
+
+from ..helpers.models import make_dictionary, save_checkpoint, tiny_model
+from ..helpers.palm import BERT_SIZES, palm_model
+
+# the one format: "SOURCE does not fit TARGET: missing [...], unexpected [...], shape mismatches [...]"
+FORMAT = re.compile(
+    r"^(?P<source>.+?) does not fit (?P<target>.+?): missing \[.*\], unexpected \[.*\], "
+    r"shape mismatches \[.*\]"
+)
+
+
+def tensors(**shapes):
+    return {key.replace("_", "."): torch.zeros(shape) for key, shape in shapes.items()}
+
+
+def assert_format(error: CheckpointMismatch, source: str, target: str):
+    found = FORMAT.match(str(error))
+    assert found, str(error)
+    assert (found["source"], found["target"]) == (source, target)
+
+
+def test_a_fitting_state_passes():
+    model = tensors(a_weight=(2, 3), b_bias=(3,))
+    assert check_fits(model, dict(model), source="x.pt") == Fit([], [])
+
+
+def test_missing_keys_are_named():
+    model = tensors(a_weight=(2, 3), b_bias=(3,), c_bias=(1,))
+    with pytest.raises(CheckpointMismatch) as error:
+        check_fits(model, tensors(a_weight=(2, 3)), source="x.pt")
+    assert error.value.missing == ["b.bias", "c.bias"]
+    assert error.value.unexpected == [] and error.value.mismatched == []
+    assert str(error.value) == (
+        "x.pt does not fit this model: missing ['b.bias', 'c.bias'], unexpected [], shape mismatches []"
+    )
+    assert isinstance(error.value, ValueError)  # what callers caught before
+
+
+def test_unexpected_keys_are_named():
+    with pytest.raises(CheckpointMismatch) as error:
+        check_fits(tensors(a_weight=(2,)), tensors(a_weight=(2,), z_weight=(1,)), source="x.pt", target="it")
+    assert error.value.unexpected == ["z.weight"] and error.value.missing == []
+    assert_format(error.value, "x.pt", "it")
+    assert "unexpected ['z.weight']" in str(error.value)
+
+
+def test_shape_mismatches_name_both_shapes():
+    with pytest.raises(CheckpointMismatch) as error:
+        check_fits(
+            tensors(a_weight=(4, 3), b_bias=(3,)), tensors(a_weight=(5, 3), b_bias=(3,)), source="x.pt"
+        )
+    assert error.value.mismatched == [("a.weight", (5, 3), (4, 3))]
+    assert "shape mismatches [('a.weight', (5, 3), (4, 3))]" in str(error.value)
+
+
+def test_allowed_sets_take_keys_and_prefixes():
+    model = tensors(enc_w=(1,), dec_w=(1,), dec_b=(1,), head_w=(1,))
+    loaded = tensors(enc_w=(1,), head_w=(1,), mlm_w=(1,), mlm_b=(1,), extra=(1,))
+    fit = check_fits(
+        model, loaded, source="x.pt", allowed_missing=["dec."], allowed_unexpected=["mlm.", "extra"]
+    )
+    assert fit == Fit(missing=["dec.b", "dec.w"], unexpected=["extra", "mlm.b", "mlm.w"])
+    # a name without the final dot is a key, not a prefix
+    with pytest.raises(CheckpointMismatch) as error:
+        check_fits(
+            model, loaded, source="x.pt", allowed_missing=["dec"], allowed_unexpected=["mlm.", "extra"]
+        )
+    assert error.value.missing == ["dec.b", "dec.w"]
+    # allowed keys must still have the model's shapes
+    with pytest.raises(CheckpointMismatch, match=r"\('head.w', \(2,\), \(1,\)\)"):
+        check_fits(model, {**loaded, "head.w": torch.zeros(2)}, source="x.pt", allowed_missing=["dec."],
+                   allowed_unexpected=["mlm.", "extra"])  # fmt: skip
+
+
+def test_hints_name_the_problem_and_advice_is_always_given():
+    model = tensors(tokens=(5, 2), other=(1,))
+    hints = {"tokens": VOCABULARY_HINT, "absent.": "never shown"}
+    with pytest.raises(CheckpointMismatch) as error:
+        check_fits(
+            model, tensors(tokens=(6, 2), other=(1,)), source="x.pt", hints=hints, advice="same --arch?"
+        )
+    assert str(error.value).endswith(f"; {VOCABULARY_HINT}; same --arch?")
+    assert "never shown" not in str(error.value)
+    with pytest.raises(CheckpointMismatch) as error:
+        check_fits(model, tensors(tokens=(5, 2)), source="x.pt", hints=hints)
+    assert VOCABULARY_HINT not in str(error.value)  # the token table fits
+
+
+def test_long_lists_are_cut_and_counted():
+    model = {f"k{i}": torch.zeros(1) for i in range(8)}
+    with pytest.raises(CheckpointMismatch) as error:
+        check_fits(model, {}, source="x.pt")
+    assert len(error.value.missing) == 8
+    assert "missing ['k0', 'k1', 'k2', 'k3', 'k4'] and 3 more," in str(error.value)
+
+
+def test_load_fitting_state_drops_allowed_extras_and_keeps_allowed_missing():
+    model = torch.nn.Sequential(torch.nn.Linear(2, 2), torch.nn.Linear(2, 1))
+    kept = model[1].weight.detach().clone()
+    loaded = {"0.weight": torch.ones(2, 2), "0.bias": torch.ones(2), "9.weight": torch.ones(1)}
+    fit = load_fitting_state(model, loaded, "x.pt", allowed_missing=["1."], allowed_unexpected=["9."])
+    assert fit == Fit(missing=["1.bias", "1.weight"], unexpected=["9.weight"])
+    assert torch.equal(model[0].weight, torch.ones(2, 2)) and torch.equal(model[1].weight, kept)
+    with pytest.raises(CheckpointMismatch):
+        load_fitting_state(model, loaded, "x.pt", allowed_unexpected=["9."])
+
+
+# ------------------------------------------------------------------- every initialisation path
+
+
+def test_unilmv2_pretrained_init(tmp_path):
+    state = tiny_model().state_dict()
+    state["transformer.layers.0.fc1.weight"] = torch.zeros(41, 24)
+    path = str(tmp_path / "x.pt")
+    save_checkpoint(state, path)
+    with pytest.raises(CheckpointMismatch) as error:
+        load_pretrained_weights(tiny_model(), path)
+    assert_format(error.value, path, "this model")
+    assert error.value.mismatched == [(unilmv2.layer_key(0, "fc1.weight"), (41, 24), (40, 24))]
+
+
+def test_unilmv2_pretrained_init_vocabulary(tmp_path):
+    path = str(tmp_path / "x.pt")
+    save_checkpoint(tiny_model(make_dictionary(30)).state_dict(), path)
+    with pytest.raises(CheckpointMismatch) as error:
+        load_pretrained_weights(tiny_model(), path)
+    assert_format(error.value, path, "this model")
+    assert error.value.mismatched[0][0] == unilmv2.TOKEN_TABLE and str(error.value).endswith(VOCABULARY_HINT)
+
+
+def test_upgrade_rule_heads(tmp_path):
+    """The rule every unilmv2 checkpoint goes through: heads of other names come and go, a head of the same
+    name must have the same sizes."""
+    old = tiny_model()
+    old.register_classification_head("cls", 3)
+    old.register_classification_head("other", 2)
+    model = tiny_model()
+    model.register_classification_head("cls", 3)
+    model.register_span_head("qa")
+    state = old.state_dict()
+    model.upgrade_state_dict_named(state, "")
+    assert set(state) == set(model.state_dict())  # "other" dropped, "qa" added
+    model.load_state_dict(state)
+    assert torch.equal(
+        model.classification_heads["cls"].out_proj.weight, old.classification_heads["cls"].out_proj.weight
+    )
+
+    model = tiny_model()
+    model.register_classification_head("cls", 2)
+    with pytest.raises(CheckpointMismatch) as error:
+        model.upgrade_state_dict_named(old.state_dict(), "")
+    assert_format(error.value, "the checkpoint", "this model's task heads")
+    assert ("classification_heads.cls.out_proj.weight", (3, 24), (2, 24)) in error.value.mismatched
+    path = str(tmp_path / "x.pt")
+    save_checkpoint(old.state_dict(), path)
+    with pytest.raises(CheckpointMismatch):
+        load_pretrained_weights(model, path)
+
+
+def test_palm_init(tmp_path):
+    dictionary = make_dictionary(60)
+    state = palm_model(dictionary).state_dict()
+    del state[palm.SOURCE_POSITION_TABLE]
+    path = str(tmp_path / "x.pt")
+    save_checkpoint(state, path)
+    with pytest.raises(CheckpointMismatch) as error:
+        load_palm_weights(palm_model(dictionary), path)
+    assert_format(error.value, path, "this model")
+    assert error.value.missing == [palm.SOURCE_POSITION_TABLE]
+
+
+def test_palm_init_vocabulary(tmp_path):
+    path = str(tmp_path / "x.pt")
+    save_checkpoint(palm_model(make_dictionary(60)).state_dict(), path)
+    with pytest.raises(CheckpointMismatch) as error:
+        load_palm_weights(palm_model(make_dictionary(61)), path)
+    assert_format(error.value, path, "this model")
+    assert str(error.value).endswith(VOCABULARY_HINT)
+
+
+def test_palm_encoder_init():
+    dictionary = make_dictionary(50)
+    unilm = tiny_model(
+        dictionary, max_positions=48, **{**BERT_SIZES, "rel_pos_bins": 0, "encoder_ffn_embed_dim": 80}
+    )
+    with pytest.raises(CheckpointMismatch) as error:
+        load_unilmv2_encoder(palm_model(dictionary), unilm.state_dict(), "x.pt")
+    assert_format(error.value, "x.pt", "this encoder")
+    assert (palm.encoder_layer_key(0, "fc1.weight"), (80, 64), (96, 64)) in error.value.mismatched
+    assert error.value.missing == [] and error.value.unexpected == []
+
+
+def test_stage2_init(tmp_path):
+    dictionary = make_dictionary(60)
+    state = palm_model(dictionary).state_dict()
+    state["encoder.layers.0.fc9.weight"] = torch.zeros(1)
+    del state["encoder.layers.1.fc1.bias"]
+    path = str(tmp_path / "x.pt")
+    save_checkpoint(state, path)
+    with pytest.raises(CheckpointMismatch) as error:
+        load_encoder_from_checkpoint(palm_model(dictionary), path)
+    assert_format(error.value, path, "this model's encoder")
+    assert error.value.missing == ["encoder.layers.1.fc1.bias"]
+    assert error.value.unexpected == ["encoder.layers.0.fc9.weight"]
+    assert str(error.value).endswith("same --arch and dict.txt as stage 1?")
+
+
+def test_converted_weights_fitting():
+    model = tiny_model()
+    state = {k: v for k, v in model.state_dict().items() if not k.startswith(unilmv2.LM_HEAD)}
+    with pytest.raises(CheckpointMismatch) as error:
+        load_converted_weights(tiny_model(seed=1), state, True, "model.safetensors", "config.json")
+    assert_format(error.value, "model.safetensors", "the model config.json describes")
+    assert error.value.missing == sorted(unilmv2.LM_HEAD + part for part in LM_HEAD_PARTS)
+    fresh = tiny_model(seed=1)
+    head = fresh.lm_head.dense.weight.detach().clone()
+    load_converted_weights(fresh, state, False, "model.safetensors", "config.json")  # no MLM head: kept fresh
+    assert torch.equal(fresh.lm_head.dense.weight, head)
+    assert torch.equal(fresh.transformer.embeddings.tokens.weight, model.transformer.embeddings.tokens.weight)
+    assert fresh.lm_head.weight is fresh.transformer.embeddings.tokens.weight

@@ -1,0 +1,11 @@
+"""The Python APIs: load a checkpoint in one call, then encode, generate and extract features.
+
+:class:`UniLMHubInterface` serves ``unilmv2`` checkpoints (``UniLMModel`` is its other name) and
+:class:`PALMHubInterface` ``palm`` ones. ``UniLMv2Model.from_pretrained`` and ``PALMModel.from_pretrained``
+return them, as fairseq's ``from_pretrained`` returns a ``GeneratorHubInterface``.
+"""
+
+from .palm import PALMHubInterface
+from .unilm import UniLMHubInterface, UniLMModel
+
+__all__ = ["PALMHubInterface", "UniLMHubInterface", "UniLMModel"]
