@@ -9,6 +9,7 @@ import pytest
 
 from unilm_fairseq.data import seq2seq_sources as sources
 from unilm_fairseq.data.seq2seq_sources import Pair, WordPieceTokenizer
+from unilm_fairseq.encoders.wordpiece_tokenizer import basic_tokenize
 
 from ..helpers.cli import BIN, REPO, run_cli
 
@@ -318,7 +319,7 @@ VOCAB += [",", ".", "!", "a"]
 
 
 def test_wordpiece_greedy_longest_match():
-    tokenize = WordPieceTokenizer(VOCAB)
+    tokenize = WordPieceTokenizer(VOCAB, lowercase=False)
     assert tokenize("unaffable") == ["un", "##aff", "##able"]
     assert tokenize("xyz") == ["[UNK]"]
     assert tokenize("unaffablex") == ["[UNK]"]  # no full segmentation: the whole word is unknown
@@ -329,10 +330,10 @@ def test_wordpiece_greedy_longest_match():
 
 
 def test_basic_tokenize_splits_punctuation_cjk_and_drops_controls():
-    assert sources.basic_tokenize("Hello,world!  ok") == ["Hello", ",", "world", "!", "ok"]
-    assert sources.basic_tokenize("a\x00b\tc") == ["ab", "c"]
-    assert sources.basic_tokenize("北京 is") == ["北", "京", "is"]
-    assert sources.basic_tokenize("Ünïcode", lowercase=True) == ["unicode"]
+    assert basic_tokenize("Hello,world!  ok", lowercase=False) == ["Hello", ",", "world", "!", "ok"]
+    assert basic_tokenize("a\x00b\tc", lowercase=False) == ["ab", "c"]
+    assert basic_tokenize("北京 is", lowercase=False) == ["北", "京", "is"]
+    assert basic_tokenize("Ünïcode", lowercase=True) == ["unicode"]
 
 
 def test_special_tokens_stay_whole(tmp_path):

@@ -8,7 +8,7 @@ import os
 import pytest
 from fairseq.data.encoders import build_bpe
 
-from unilm_fairseq.encoders.wordpiece import (
+from unilm_fairseq.encoders.wordpiece_tokenizer import (
     MAX_WORD_CHARS,
     UNK,
     basic_tokenize,

@@ -1,100 +1,32 @@
 """Tokenizers that remember where each token came from in the original text.
 
 Extractive QA predicts a span of tokens and must answer with the ORIGINAL passage text, so every token
-carries the character span ``[start, end)`` of the text it was made from. Two tokenizers:
+carries the character span ``[start, end)`` of the text it was made from. Three tokenizers:
 
 * :func:`word_tokens`: BERT's basic tokenization (split on whitespace, and around every punctuation
   mark and CJK ideograph; optionally lowercase and strip accents), one token per word or mark;
 * :class:`WordPieceOffsets`: those words, then BERT's greedy longest-match-first WordPiece split
-  (``##`` continuations) against a vocabulary, each piece with its share of the word's characters;
+  (``##`` continuations) against a vocabulary, each piece with the characters it spells;
 * :class:`SentencePieceOffsets`: those words, each encoded by a sentencepiece model.
 
-Control characters are dropped and do not end a word, as in BERT's ``clean_text``.
+The basic and WordPiece tokenization are :mod:`unilm_fairseq.encoders.wordpiece_tokenizer`'s.
 """
 
 import functools
-import unicodedata
-from typing import Iterable, List, NamedTuple, Optional
+from typing import Iterable, List, Optional
 
-from ..encoders.wordpiece import (
-    UNK,
-    WORD_CACHE_SIZE,
-    is_cjk,
-    is_control,
-    is_punctuation,
-    is_whitespace,
-    wordpiece_split,
-)
-from ..scoring.metrics import WORDPIECE_CONTINUATION
+from ..encoders.wordpiece_tokenizer import WORD_CACHE_SIZE, Token, WordPieceTokenizer, word_tokens
 
-DROPPED_CHARACTERS = "\x00\ufffd"  # NUL and the replacement character: BERT deletes both
 SENTENCEPIECE_SPACE = "\u2581"  # "▁": sentencepiece's mark of a word start
 
 
-class Token(NamedTuple):
-    """A token and the character span ``text[start:end]`` it was made from."""
+def piece_spans(pieces: List[str], word: Token, lengths: List[int]) -> List[Token]:
+    """Character spans of a word's pieces, given how many characters of the word each piece spells.
 
-    text: str
-    start: int
-    end: int
-
-
-def normalize_word(word: str, lowercase: bool) -> str:
-    """NFC form (one code point per character); uncased: lowercased with accents stripped (NFD, no Mn)."""
-    word = unicodedata.normalize("NFC", word)
-    if lowercase:
-        word = unicodedata.normalize("NFD", word.lower())
-        word = "".join(c for c in word if unicodedata.category(c) != "Mn")
-    return word
-
-
-def word_tokens(text: str, lowercase: bool = True) -> List[Token]:
-    """BERT's basic tokens of ``text`` with their character spans.
-
-    ``"Don't stop!"`` -> ``don [0,3) ' [3,4) t [4,5) stop [6,10) ! [10,11)`` (uncased). A word that
-    normalizes to nothing (only combining marks) is dropped.
+    When the pieces spell the word's characters one for one, the spans are exact; otherwise (a model
+    that normalizes the text) each piece gets its cumulative share, clipped to the word, and the last
+    piece ends where the word ends.
     """
-    tokens: List[Token] = []
-    chars: List[str] = []
-    start = 0
-
-    def flush(end: int) -> None:
-        if chars:
-            word = normalize_word("".join(chars), lowercase)
-            if word:
-                tokens.append(Token(word, start, end))
-            chars.clear()
-
-    last_kept = 0
-    for i, char in enumerate(text):
-        if char in DROPPED_CHARACTERS or (is_control(char) and not is_whitespace(char)):
-            continue
-        if is_whitespace(char):
-            flush(last_kept)
-        elif is_punctuation(char) or is_cjk(char):
-            flush(last_kept)
-            tokens.append(Token(normalize_word(char, lowercase) or char, i, i + 1))
-        else:
-            if not chars:
-                start = i
-            chars.append(char)
-        last_kept = i + 1
-    flush(last_kept)
-    return tokens
-
-
-def piece_spans(pieces: List[str], word: Token, lengths: Optional[List[int]] = None) -> List[Token]:
-    """Character spans of a word's pieces, given how many characters of the word each piece spells
-    (default: WordPiece, the piece minus its ``##``).
-
-    When normalization kept the word's length, the spans are exact; otherwise (a character that
-    lowercases or decomposes into several) each piece gets its cumulative share, clipped to the word,
-    and the last piece ends where the word ends.
-    """
-    if pieces == [UNK]:
-        return [Token(UNK, word.start, word.end)]
-    if lengths is None:
-        lengths = [len(p) - (len(WORDPIECE_CONTINUATION) if i else 0) for i, p in enumerate(pieces)]
     spans, offset = [], 0
     for i, (piece, length) in enumerate(zip(pieces, lengths)):
         start = min(word.start + offset, word.end)
@@ -105,21 +37,15 @@ def piece_spans(pieces: List[str], word: Token, lengths: Optional[List[int]] = N
 
 
 class WordPieceOffsets:
-    """WordPiece tokens with character spans, for a vocabulary given as its pieces (``##`` continuations)."""
+    """WordPiece tokens with character spans, for a vocabulary given as its pieces (``##`` continuations);
+    ``lowercase=None`` follows the vocabulary's casing."""
 
-    def __init__(self, vocab: Iterable[str], lowercase: bool = True):
-        self.vocab = frozenset(vocab)
-        self.lowercase = lowercase
-        self._pieces = functools.lru_cache(maxsize=WORD_CACHE_SIZE)(self._pieces_uncached)
-
-    def _pieces_uncached(self, word: str) -> List[str]:
-        return wordpiece_split(word, self.vocab)
+    def __init__(self, vocab: Iterable[str], lowercase: Optional[bool] = None):
+        self.tokenizer = WordPieceTokenizer(vocab, lowercase, source="the dictionary")
+        self.lowercase = self.tokenizer.lowercase
 
     def __call__(self, text: str) -> List[Token]:
-        tokens: List[Token] = []
-        for word in word_tokens(text, self.lowercase):
-            tokens.extend(piece_spans(self._pieces(word.text), word))
-        return tokens
+        return self.tokenizer.tokens(text)
 
 
 class SentencePieceOffsets:

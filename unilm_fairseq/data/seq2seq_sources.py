@@ -15,9 +15,10 @@ import hashlib
 import json
 import os
 import re
-import unicodedata
 from collections import Counter
 from typing import Callable, Dict, Iterable, Iterator, List, NamedTuple, Optional, Sequence, Tuple
+
+from ..encoders.wordpiece_tokenizer import WordPieceTokenizer
 
 SPLITS = ("train", "valid", "test")
 # names the public releases use for our three splits
@@ -261,89 +262,17 @@ def read_squad_qg(
 Tokenize = Callable[[str], List[str]]
 
 
-def _is_punctuation(char: str) -> bool:
-    """BERT's rule: every non-alphanumeric ASCII printable, and every Unicode punctuation category."""
-    cp = ord(char)
-    ascii_symbol = 33 <= cp <= 47 or 58 <= cp <= 64 or 91 <= cp <= 96 or 123 <= cp <= 126
-    return ascii_symbol or unicodedata.category(char).startswith("P")
-
-
-def _is_control(char: str) -> bool:
-    """Control and format characters, and U+FFFD (a decoding error), which BERT's tokenizer deletes."""
-    return char == "\ufffd" or unicodedata.category(char).startswith("C")
-
-
-CJK_RANGES = ((0x4E00, 0x9FFF), (0x3400, 0x4DBF), (0x20000, 0x2A6DF), (0xF900, 0xFAFF), (0x2F800, 0x2FA1F))
-
-
-def _is_cjk(char: str) -> bool:
-    """CJK ideographs, which BERT splits into single characters."""
-    return any(lo <= ord(char) <= hi for lo, hi in CJK_RANGES)
-
-
-def basic_tokenize(text: str, lowercase: bool = False) -> List[str]:
-    """BERT's basic tokenizer: drop control characters, optionally lowercase and strip accents, then
-    split on whitespace and around every punctuation mark and CJK character."""
-    text = "".join(" " if c.isspace() else c for c in text if c.isspace() or not _is_control(c))
-    if lowercase:
-        text = unicodedata.normalize("NFD", text.lower())
-        text = "".join(c for c in text if unicodedata.category(c) != "Mn")  # accents go
-    words = []
-    for word in text.split():
-        current = ""
-        for char in word:
-            if _is_punctuation(char) or _is_cjk(char):
-                words.extend([current, char] if current else [char])
-                current = ""
-            else:
-                current += char
-        if current:
-            words.append(current)
-    return words
-
-
-class WordPieceTokenizer:
-    """BERT WordPiece: basic tokenization, then greedy longest-match-first subwords of each word;
-    continuation pieces carry ``##``. A word with no full segmentation (or longer than
-    ``max_chars_per_word``) becomes ``unk``."""
-
-    def __init__(
-        self, vocab: Iterable[str], lowercase: bool = False, unk: str = "[UNK]", max_chars_per_word: int = 100
-    ):
-        self.vocab = set(vocab)
-        self.lowercase, self.unk, self.max_chars_per_word = lowercase, unk, max_chars_per_word
-
-    @classmethod
-    def from_file(cls, path: str, **kwargs) -> "WordPieceTokenizer":
-        """``vocab.txt``: one token a line (the line number is its id)."""
-        return cls((line.strip() for line in _read_lines(path) if line.strip()), **kwargs)
-
-    def word_pieces(self, word: str) -> List[str]:
-        if len(word) > self.max_chars_per_word:
-            return [self.unk]
-        pieces, start = [], 0
-        while start < len(word):
-            end = len(word)
-            while end > start and (("##" if start else "") + word[start:end]) not in self.vocab:
-                end -= 1
-            if end == start:
-                return [self.unk]
-            pieces.append(("##" if start else "") + word[start:end])
-            start = end
-        return pieces
-
-    def __call__(self, text: str) -> List[str]:
-        return [p for w in basic_tokenize(text, self.lowercase) for p in self.word_pieces(w)]
-
-
 def make_tokenizer(
     spm_model: Optional[str] = None,
     wordpiece_vocab: Optional[str] = None,
-    lowercase: bool = False,
+    lowercase: Optional[bool] = None,
     specials: Iterable[str] = (),
 ) -> Tokenize:
     """Whitespace tokens (no model), sentencepiece pieces, or WordPiece. ``specials`` (``[UNK]``, ``[SEP]``
-    ...) found in a text stay single tokens, never lowercased or split."""
+    ...) found in a text stay single tokens, never lowercased or split.
+
+    ``lowercase=None``: WordPiece follows its vocabulary's casing (:func:`.resolve_lowercase`); the other
+    two keep the case."""
     if spm_model and wordpiece_vocab:
         raise ValueError("give a sentencepiece model or a WordPiece vocabulary, not both")
     if spm_model:

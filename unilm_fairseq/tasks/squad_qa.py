@@ -20,6 +20,7 @@ from ..checkpoint.unilmv2_init import load_pretrained_weights
 from ..data.offset_tokenizers import SentencePieceOffsets, WordPieceOffsets, words_tokenizer
 from ..data.squad_dataset import SquadWindowDataset, tokenize_examples
 from ..data.squad_examples import SPECIALS_PER_WINDOW, read_squad_examples
+from ..encoders.wordpiece_tokenizer import casing_choice
 from ..modules.heads import ANSWERABILITY_CLASSES
 from .shared_dictionary import SharedDictionaryTask
 
@@ -51,7 +52,12 @@ class SquadQAConfig(FairseqDataclass):
                                         "for a cased model)"},
     )  # fmt: skip
     cased: bool = field(
-        default=False, metadata={"help": "keep case and accents (by default lowercased, accents stripped)"}
+        default=False,
+        metadata={"help": "keep case and accents; by default wordpiece follows the dictionary (cased when it "
+                  "has entries with cased letters), the other tokenizers lowercase and strip accents"},
+    )  # fmt: skip
+    lowercase: bool = field(
+        default=False, metadata={"help": "lowercase and strip accents whatever the dictionary (see --cased)"}
     )
     max_seq_length: int = field(
         default=384, metadata={"help": "tokens per window: [SOS] question [EOS] passage window [EOS]"}
@@ -98,9 +104,10 @@ class SquadQATask(SharedDictionaryTask):
 
     def __init__(self, cfg, dictionary):
         super().__init__(cfg, dictionary)
-        lowercase = not cfg.cased
+        choice = casing_choice(cfg.cased, cfg.lowercase)
+        lowercase = choice is not False
         if cfg.qa_tokenizer == "wordpiece":
-            self.tokenize = WordPieceOffsets(dictionary.symbols, lowercase)
+            self.tokenize = WordPieceOffsets(dictionary.symbols, choice)
         elif cfg.qa_tokenizer == "sentencepiece":
             model = cfg.qa_sentencepiece_model
             if not model or not os.path.isfile(model):
