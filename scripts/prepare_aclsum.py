@@ -25,6 +25,7 @@ import sys
 
 from unilm_fairseq.data import aclsum
 from unilm_fairseq.encoders.wordpiece import WordPieceBPE, WordPieceConfig
+from unilm_fairseq.encoders.wordpiece_tokenizer import add_casing_arguments
 
 logger = logging.getLogger("prepare_aclsum")
 
@@ -43,7 +44,7 @@ def parse_args(argv=None) -> argparse.Namespace:
         default=254,
         help="source budget in WordPiece tokens, before [SOS]/[EOS] are added (default 254 = 256 positions)",
     )
-    parser.add_argument("--cased", action="store_true", help="count tokens with a cased vocabulary")
+    add_casing_arguments(parser)
     parser.add_argument(
         "--pretraining-text",
         action="store_true",
@@ -62,7 +63,8 @@ def main(argv=None) -> int:
     except aclsum.ACLSumNotInstalled as err:
         print(f"error: {err}", file=sys.stderr)
         return 1
-    bpe = WordPieceBPE(WordPieceConfig(wordpiece_vocab=args.wordpiece_vocab, wordpiece_cased=args.cased))
+    casing = {"wordpiece_cased": args.lowercase is False, "wordpiece_lowercase": args.lowercase is True}
+    bpe = WordPieceBPE(WordPieceConfig(wordpiece_vocab=args.wordpiece_vocab, **casing))
 
     def count_tokens(text: str) -> int:
         return len(bpe.tokenize(text))

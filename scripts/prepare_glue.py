@@ -19,6 +19,7 @@ from collections import Counter
 
 from unilm_fairseq.data import glue
 from unilm_fairseq.data import seq2seq_sources as sources
+from unilm_fairseq.encoders.wordpiece_tokenizer import add_casing_arguments
 
 logger = logging.getLogger("prepare_glue")
 
@@ -34,7 +35,7 @@ def parse_args(argv=None):
     tokenizer = parser.add_mutually_exclusive_group()
     tokenizer.add_argument("--spm-model", help="sentencepiece model: write its pieces")
     tokenizer.add_argument("--wordpiece-vocab", help="BERT vocab.txt: write WordPiece tokens")
-    parser.add_argument("--lowercase", action="store_true", help="lowercase (WordPiece: and strip accents)")
+    add_casing_arguments(parser)
     args = parser.parse_args(argv)
     args.splits = [s.strip() for s in args.splits.split(",") if s.strip()]
     return args

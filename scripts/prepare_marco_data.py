@@ -21,6 +21,7 @@ from collections import Counter
 
 from unilm_fairseq.data import marco
 from unilm_fairseq.data import seq2seq_sources as sources
+from unilm_fairseq.encoders.wordpiece_tokenizer import add_casing_arguments
 
 logger = logging.getLogger("prepare_marco_data")
 
@@ -42,7 +43,7 @@ def parse_args(argv=None):
     tokenizer = parser.add_mutually_exclusive_group()
     tokenizer.add_argument("--spm-model", help="sentencepiece model: write its pieces")
     tokenizer.add_argument("--wordpiece-vocab", help="BERT vocab.txt: write WordPiece tokens")
-    parser.add_argument("--lowercase", action="store_true", help="lowercase the text")
+    add_casing_arguments(parser)
     parser.add_argument("--max-source-tokens", type=int, default=0, help="truncate sources (0: no limit)")
     parser.add_argument("--max-target-tokens", type=int, default=0, help="truncate targets (0: no limit)")
     return parser.parse_args(argv)

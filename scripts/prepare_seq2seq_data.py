@@ -32,6 +32,7 @@ from collections import Counter
 
 from unilm_fairseq.data import seq2seq_sources as sources
 from unilm_fairseq.data.qg_windows import AnswerWindow
+from unilm_fairseq.encoders.wordpiece_tokenizer import add_casing_arguments, load_vocab
 
 logger = logging.getLogger("prepare_seq2seq_data")
 NO_SEPARATOR = ("", "none")
@@ -133,11 +134,7 @@ def parse_args(argv=None):
     tokenizer = parser.add_mutually_exclusive_group()
     tokenizer.add_argument("--spm-model", help="sentencepiece model: write its pieces")
     tokenizer.add_argument("--wordpiece-vocab", help="BERT vocab.txt: write WordPiece tokens")
-    parser.add_argument(
-        "--lowercase",
-        action="store_true",
-        help="lowercase the text (WordPiece: and strip accents, as BERT's uncased models)",
-    )
+    add_casing_arguments(parser)
     parser.add_argument("--max-source-tokens", type=int, default=0, help="truncate sources (0: no limit)")
     parser.add_argument("--max-target-tokens", type=int, default=0, help="truncate targets (0: no limit)")
     args = parser.parse_args(argv)
@@ -158,7 +155,7 @@ def main(argv=None):
     specials = [args.sentence_separator, args.qg_separator, args.unk_token]
     tokenize = sources.make_tokenizer(args.spm_model, args.wordpiece_vocab, args.lowercase, specials)
     if args.wordpiece_vocab:
-        vocab = sources.WordPieceTokenizer.from_file(args.wordpiece_vocab).vocab
+        vocab = set(load_vocab(args.wordpiece_vocab))
         for token in {source_separator, args.sentence_separator, args.unk_token} - vocab - {"", None}:
             logger.warning("%r is not in %s: the model will see an unknown word", token, args.wordpiece_vocab)
     os.makedirs(args.output, exist_ok=True)

@@ -9,7 +9,8 @@ import pytest
 import sentencepiece as spm
 from fairseq.data.encoders import build_bpe
 
-from unilm_fairseq.encoders.wordpiece import SPECIAL_TOKENS, basic_tokenize
+from unilm_fairseq.encoders.wordpiece import SPECIAL_TOKENS
+from unilm_fairseq.encoders.wordpiece_tokenizer import basic_tokenize
 
 from ..helpers.cli import REPO, run_cli
 from ..helpers.resources import austen_documents

@@ -299,6 +299,25 @@ def casing_choice(
     return True if lowercase else False if cased else None
 
 
+def add_casing_arguments(parser) -> None:
+    """``--lowercase`` and ``--cased`` (at most one) of the preparation scripts, stored in ``lowercase``:
+    ``True``, ``False``, or ``None`` (neither), which lets a WordPiece vocabulary decide."""
+    casing = parser.add_mutually_exclusive_group()
+    casing.add_argument(
+        "--lowercase",
+        dest="lowercase",
+        action="store_const",
+        const=True,
+        default=None,
+        help="lowercase the text (WordPiece: and strip accents, as BERT's uncased models); by default a "
+        "WordPiece vocabulary decides (cased when it has entries with cased letters), other tokenizers "
+        "keep the case",
+    )
+    casing.add_argument(
+        "--cased", dest="lowercase", action="store_const", const=False, help="keep case and accents"
+    )
+
+
 class WordPieceTokenizer:
     """BERT WordPiece over a vocabulary given as its pieces (``##`` continuations).
 
