@@ -70,10 +70,11 @@ class UniLMHubInterface(GeneratorHubInterface):
             data_name_or_path: folder with the task's ``dict.{src,tgt}.txt`` (the binarized data of
                 ``fairseq-preprocess``); relative to ``model_dir`` when it starts with ``.``.
             kwargs: overrides of the saved configuration, by fairseq option name, e.g.
-                ``bpe="sentencepiece", sentencepiece_model=...``, ``bpe="wordpiece"`` (``wordpiece_vocab``,
-                ``wordpiece_cased``) or ``bpe="gpt2"`` (``gpt2_encoder_json``, ``gpt2_vocab_bpe``): an
-                encoder file not given is looked up in ``model_dir`` (:data:`BPE_FILES`); also
-                ``max_source_positions=...`` and other task options.
+                ``bpe="sentencepiece", sentencepiece_model=...``, ``bpe="wordpiece"`` (``wordpiece_vocab``;
+                casing from the vocabulary unless ``wordpiece_cased`` or ``wordpiece_lowercase``) or
+                ``bpe="gpt2"`` (``gpt2_encoder_json``, ``gpt2_vocab_bpe``): an encoder file not given is
+                looked up in ``model_dir`` (:data:`BPE_FILES`); also ``max_source_positions=...`` and other
+                task options.
         """
         if not os.path.isdir(model_dir):
             raise FileNotFoundError(f"model directory not found: {model_dir}")
