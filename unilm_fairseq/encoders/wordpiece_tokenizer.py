@@ -20,6 +20,7 @@ other vocabulary uncased, as BERT's uncased vocabularies hold only lowercased te
 
 import functools
 import logging
+import re
 import string
 import unicodedata
 from typing import Dict, Iterable, Iterator, List, NamedTuple, Optional, Sequence, Tuple
@@ -46,6 +47,10 @@ CJK_RANGES = (
     (0xF900, 0xFAFF),
     (0x2F800, 0x2FA1F),
 )
+_CJK_LOWEST = min(low for low, _ in CJK_RANGES)
+_PLAIN = re.compile(r"[\x20-\x7e]*\Z")  # printable ASCII and spaces
+_WORD = re.compile(r"\S+")  # whitespace as str.split() sees it
+_ASCII_RUN = re.compile("[" + re.escape(string.punctuation) + "]|[^" + re.escape(string.punctuation) + "]+")
 # vocabulary entries that are markers, not text: "[CLS]", "[unused0]", "<s>", "<unk>"
 SPECIAL_BRACKETS = (("[", "]"), ("<", ">"))
 
@@ -75,7 +80,7 @@ def is_punctuation(char: str) -> bool:
 
 def is_cjk(char: str) -> bool:
     code = ord(char)
-    return any(low <= code <= high for low, high in CJK_RANGES)
+    return code >= _CJK_LOWEST and any(low <= code <= high for low, high in CJK_RANGES)
 
 
 def _cleaned(text: str) -> Iterator[Tuple[str, int]]:
@@ -99,6 +104,8 @@ def strip_accents(text: str) -> str:
 
 def _punctuation_runs(word: str) -> List[Tuple[int, int]]:
     """``[start, end)`` of the tokens of ``word``: every punctuation character alone, the rest in runs."""
+    if word.isascii():
+        return [m.span() for m in _ASCII_RUN.finditer(word)]
     runs: List[Tuple[int, int]] = []
     start = 0
     for i, char in enumerate(word):
@@ -117,8 +124,9 @@ def split_punctuation(word: str) -> List[str]:
     return [word[start:end] for start, end in _punctuation_runs(word)]
 
 
-# A span-tracked string: its text and, for each of its characters, the [start, end) in the original text.
-Spans = Tuple[List[int], List[int]]
+# For each character of a string, the [start, end) of the original text it came from: lists, or ranges
+# where the string is the text itself.
+Spans = Tuple[Sequence[int], Sequence[int]]
 
 
 def _nfc(chars: str, origin: List[int]) -> Tuple[str, Spans]:
@@ -190,26 +198,22 @@ def _uncased(word: str, spans: Spans) -> Tuple[str, Spans]:
 
 def _basic_words(text: str, lowercase: bool) -> Iterator[Tuple[str, Spans]]:
     """BERT's basic tokens of ``text``, each with the spans of its characters."""
-    chars: List[str] = []
-    origin: List[int] = []
-    for char, i in _cleaned(text):
-        if is_cjk(char):  # the spaces around an ideograph point at its own edges
-            chars += [" ", char, " "]
-            origin += [i, i, i + 1]
-        else:
-            chars.append(char)
-            origin.append(i)
-    normal, (starts, ends) = _nfc("".join(chars), origin)
-    begin = None
-    for i in range(len(normal) + 1):
-        if i < len(normal) and not normal[i].isspace():
-            if begin is None:
-                begin = i
-            continue
-        if begin is None:
-            continue
-        word, spans = normal[begin:i], (starts[begin:i], ends[begin:i])
-        begin = None
+    if _PLAIN.match(text):  # nothing to clean, no ideograph, already NFC: the text maps onto itself
+        normal, starts, ends = text, range(len(text)), range(1, len(text) + 1)
+    else:
+        chars: List[str] = []
+        origin: List[int] = []
+        for char, i in _cleaned(text):
+            if is_cjk(char):  # the spaces around an ideograph point at its own edges
+                chars += [" ", char, " "]
+                origin += [i, i, i + 1]
+            else:
+                chars.append(char)
+                origin.append(i)
+        normal, (starts, ends) = _nfc("".join(chars), origin)
+    for match in _WORD.finditer(normal):
+        begin, end = match.span()
+        word, spans = match.group(), (starts[begin:end], ends[begin:end])
         if lowercase:
             word, spans = _uncased(word, spans)
         for a, b in _punctuation_runs(word):
