@@ -32,7 +32,7 @@ from unilm_fairseq.encoders.wordpiece_tokenizer import (
     resolve_lowercase,
 )
 
-from .conftest import REPO, run_cli
+from ..helpers.cli import REPO, run_cli
 
 sys.modules.setdefault("torchaudio", None)  # a broken torchaudio must not break the transformers import
 from transformers.models.bert import tokenization_bert  # noqa: E402
