@@ -60,7 +60,7 @@ from fairseq.models.transformer import base_architecture as transformer_base_arc
 from fairseq.sequence_generator import SequenceGenerator
 
 from unilm_fairseq.data.dictionary import MASK_SYMBOL
-from unilm_fairseq.data.seq2seq_dataset import SOURCE_SPECIALS, Seq2SeqDataset
+from unilm_fairseq.data.seq2seq.seq2seq_dataset import SOURCE_SPECIALS, Seq2SeqDataset
 from unilm_fairseq.models.unilmv2 import UniLMv2Config, UniLMv2Model
 from unilm_fairseq.seq2seq_layout import METHODS
 from unilm_fairseq.tasks.unilm_seq2seq import _TokenList

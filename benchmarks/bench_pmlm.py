@@ -47,10 +47,10 @@ from bench_common import build_dictionary, load_average, machine_line
 from fairseq.data import Dictionary, ListDataset, data_utils
 from fairseq.models import ARCH_CONFIG_REGISTRY, ARCH_MODEL_INV_REGISTRY
 
-from unilm_fairseq.data import PMLMDataset, SegmentPairDataset
 from unilm_fairseq.data.dictionary import MASK_SYMBOL
-from unilm_fairseq.data.pmlm_dataset import CONTEXT, ORIGINAL, PSEUDO
-from unilm_fairseq.data.segment_pair_dataset import SPECIAL_TOKENS_PER_PAIR
+from unilm_fairseq.data.pretraining import PMLMDataset, SegmentPairDataset
+from unilm_fairseq.data.pretraining.pmlm_dataset import CONTEXT, ORIGINAL, PSEUDO
+from unilm_fairseq.data.pretraining.segment_pair_dataset import SPECIAL_TOKENS_PER_PAIR
 from unilm_fairseq.losses import token_losses
 from unilm_fairseq.models.unilmv2 import UniLMv2Config, UniLMv2Model
 

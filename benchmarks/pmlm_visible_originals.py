@@ -39,7 +39,7 @@ from collections import Counter
 
 import numpy as np
 
-from unilm_fairseq.data.pmlm_dataset import CONTEXT, PSEUDO
+from unilm_fairseq.data.pretraining.pmlm_dataset import CONTEXT, PSEUDO
 from unilm_fairseq.tasks.pmlm import PMLMConfig, PMLMTask
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))

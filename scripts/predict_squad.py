@@ -21,8 +21,8 @@ import sys
 import torch
 from fairseq import checkpoint_utils
 
+from unilm_fairseq.qa.squad_inference import decode_answers, window_scores
 from unilm_fairseq.scoring.squad import evaluate, squad_gold
-from unilm_fairseq.squad_inference import decode_answers, window_scores
 
 logger = logging.getLogger("predict_squad")
 

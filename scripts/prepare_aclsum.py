@@ -15,7 +15,7 @@ and, with ``--pretraining-text``, ``pretrain.{train,valid}.txt``: the sentences 
 (never their summaries, never a test paper) for domain-adaptive pre-training with ``--task pmlm``.
 
 Papers with an empty abstract and aspects with no summary are skipped and counted; sources whose
-abstract alone exceeds the budget are cut and counted. See :mod:`unilm_fairseq.data.aclsum`.
+abstract alone exceeds the budget are cut and counted. See :mod:`unilm_fairseq.prepare.aclsum`.
 """
 
 import argparse
@@ -23,9 +23,9 @@ import logging
 import os
 import sys
 
-from unilm_fairseq.data import aclsum
 from unilm_fairseq.encoders.wordpiece import WordPieceBPE, WordPieceConfig
 from unilm_fairseq.encoders.wordpiece_tokenizer import add_casing_arguments
+from unilm_fairseq.prepare import aclsum
 
 logger = logging.getLogger("prepare_aclsum")
 

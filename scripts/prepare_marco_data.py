@@ -6,8 +6,9 @@
         --spm-model spm.model --max-source-tokens 510
 
 Formats: v2.1 (one columnar JSON object, ``.json`` or ``.json.gz``) and v1.1 (JSON lines); see
-:mod:`unilm_fairseq.data.marco`. ``--answer-type well_formed`` (default) trains on the well-formed answers of
-the natural-language-generation task, ``answers`` on the QA task's answers; the first answer is the target.
+:mod:`unilm_fairseq.prepare.marco`. ``--answer-type well_formed`` (default) trains on the well-formed
+answers of the natural-language-generation task, ``answers`` on the QA task's answers; the first answer
+is the target.
 Unanswerable questions are skipped and counted. The eval release has no answers: only ``{split}.src`` and
 ``{split}.id`` are written (decode them with ``fairseq-interactive``). ``{split}.id`` holds the query ids, one
 per line, for the official evaluation.
@@ -19,9 +20,9 @@ import os
 import sys
 from collections import Counter
 
-from unilm_fairseq.data import marco
-from unilm_fairseq.data import seq2seq_sources as sources
 from unilm_fairseq.encoders.wordpiece_tokenizer import add_casing_arguments
+from unilm_fairseq.prepare import marco
+from unilm_fairseq.prepare import seq2seq_sources as sources
 
 logger = logging.getLogger("prepare_marco_data")
 

@@ -17,7 +17,7 @@ Input layouts (``--input`` is a directory; nothing is downloaded):
   "answer [SEP] passage" (``--qg-order``), target the question; or ``{split}.pa.txt``/``{split}.q.txt``
   line files ("passage [SEP] answer", kept in their order). A source over ``--max-source-tokens`` keeps
   the answer whole and a window of the passage around it (UniLM v1 §3.3; placement:
-  ``unilm_fairseq/data/qg_windows.py``), unless ``--qg-window head``.
+  ``unilm_fairseq/prepare/qg_windows.py``), unless ``--qg-window head``.
 
 ``valid`` also matches files named ``validation``, ``val`` or ``dev``. Tokens are written separated by
 spaces: sentencepiece pieces (``--spm-model``), BERT WordPiece (``--wordpiece-vocab``), or the text's own
@@ -30,9 +30,9 @@ import os
 import sys
 from collections import Counter
 
-from unilm_fairseq.data import seq2seq_sources as sources
-from unilm_fairseq.data.qg_windows import AnswerWindow
 from unilm_fairseq.encoders.wordpiece_tokenizer import add_casing_arguments, load_vocab
+from unilm_fairseq.prepare import seq2seq_sources as sources
+from unilm_fairseq.prepare.qg_windows import AnswerWindow
 
 logger = logging.getLogger("prepare_seq2seq_data")
 NO_SEPARATOR = ("", "none")

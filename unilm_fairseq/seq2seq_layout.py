@@ -38,7 +38,7 @@ from fairseq.dataclass import ChoiceEnum
 from torch import Tensor
 
 from . import masks
-from .data.unilm_objectives import NUM_SEGMENTS, SEGMENT_IDS, SEQ2SEQ
+from .data.pretraining.unilm_objectives import NUM_SEGMENTS, SEGMENT_IDS, SEQ2SEQ
 
 
 class FinetuneMethod(str, Enum):
@@ -77,10 +77,10 @@ def pretrained_segments(segment_rows: int) -> Tuple[int, int]:
 
     UniLM v1's segment embeddings "play a role of LM identifier" (Dong et al. 2019 §2.1): six ids, the
     seq2seq LM's source and target being 4 and 5 (the numbering of the original release, see
-    :mod:`unilm_fairseq.data.unilm_objectives`), and seq2seq fine-tuning "is similar to pre-training"
-    (§2.5), so a v1 model is fine-tuned and decodes with the ids of its seq2seq LM. The rule (this
-    project's choice): a table of UniLM v1's six rows or more means v1 pre-training, so 4/5; any smaller
-    table (BERT's two, one, or none) means 0/1.
+    :mod:`unilm_fairseq.data.pretraining.unilm_objectives`), and seq2seq fine-tuning "is similar to
+    pre-training" (§2.5), so a v1 model is fine-tuned and decodes with the ids of its seq2seq LM. The
+    rule (this project's choice): a table of UniLM v1's six rows or more means v1 pre-training, so 4/5;
+    any smaller table (BERT's two, one, or none) means 0/1.
     """
     return UNILM_V1_SEGMENTS if segment_rows >= NUM_SEGMENTS else PAIR_SEGMENTS
 

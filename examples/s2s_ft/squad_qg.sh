@@ -37,7 +37,7 @@
 #   QG_ORDER=passage_answer  the passage, then the answer (UniLM v1 §3.3; UniLMv2 §4.5 too)
 #   QG_WINDOW=answer     a source longer than MAX_SRC keeps the answer whole and a passage chunk that holds
 #                        it (UniLM v1 §3.3); where the chunk sits is this project's choice: whole sentences
-#                        around the answer, grown on the shorter side (unilm_fairseq/data/qg_windows.py).
+#                        around the answer, grown on the shorter side (unilm_fairseq/prepare/qg_windows.py).
 #                        head: cut the end of the source instead, the answer included with passage_answer
 #   BEAM=8               beam size (UniLMv2 Table 10; s2s-ft Table 8 too)
 #   LENPEN=1.3           length penalty, GNMT form (LENPEN_STYLE) (UniLMv2 Table 10; s2s-ft Table 8 too)

@@ -16,7 +16,7 @@ import shutil
 
 import pytest
 
-from unilm_fairseq.data import aclsum
+from unilm_fairseq.prepare import aclsum
 
 from ..helpers.cli import REPO, run_cli
 from ..helpers.resources import minilm_model_dir

@@ -8,7 +8,7 @@ import re
 import pytest
 import torch
 
-from unilm_fairseq.data.seq2seq_dataset import SOURCE_SPECIALS
+from unilm_fairseq.data.seq2seq.seq2seq_dataset import SOURCE_SPECIALS
 from unilm_fairseq.models.unilmv2 import POSITION_TABLE
 
 from ..helpers.cli import REPO, run_cli

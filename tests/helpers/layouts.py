@@ -6,7 +6,7 @@ import torch
 from torch import Tensor
 
 from unilm_fairseq import masks
-from unilm_fairseq.data.pmlm_dataset import CONTEXT, ORIGINAL, PSEUDO
+from unilm_fairseq.data.pretraining.pmlm_dataset import CONTEXT, ORIGINAL, PSEUDO
 
 
 def pmlm_example(dictionary, context_len: int, spans: List[List[int]], seed: int) -> Dict[str, Tensor]:

@@ -8,7 +8,7 @@ import torch
 import torch.nn.functional as F
 
 from unilm_fairseq import seq2seq_layout
-from unilm_fairseq.data.seq2seq_dataset import Seq2SeqDataset
+from unilm_fairseq.data.seq2seq.seq2seq_dataset import Seq2SeqDataset
 from unilm_fairseq.tasks.unilm_seq2seq import UniLMSeq2SeqConfig, UniLMSeq2SeqTask, _TokenList
 
 from .models import make_dictionary, tiny_model

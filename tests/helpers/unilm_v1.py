@@ -4,7 +4,7 @@ import numpy as np
 import torch
 from fairseq.data import ListDataset
 
-from unilm_fairseq.data.unilm_objectives import (
+from unilm_fairseq.data.pretraining.unilm_objectives import (
     BIDIRECTIONAL,
     LEFT_TO_RIGHT,
     RIGHT_TO_LEFT,

@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from unilm_fairseq.data.dictionary import load_dictionary_with_mask
-from unilm_fairseq.data.pmlm_dataset import CONTEXT
+from unilm_fairseq.data.pretraining.pmlm_dataset import CONTEXT
 from unilm_fairseq.tasks.pmlm import PMLMConfig, PMLMTask
 
 from ..helpers.cli import run_cli

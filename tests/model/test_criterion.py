@@ -9,8 +9,8 @@ from fairseq import metrics
 from fairseq.data import FairseqDataset
 
 from unilm_fairseq.criterions.ae_par import AEPARCriterion
-from unilm_fairseq.data import PMLMDataset
-from unilm_fairseq.data.pmlm_dataset import CONTEXT
+from unilm_fairseq.data.pretraining import PMLMDataset
+from unilm_fairseq.data.pretraining.pmlm_dataset import CONTEXT
 
 from ..helpers.models import make_dictionary, tiny_model
 

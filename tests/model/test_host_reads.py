@@ -12,7 +12,7 @@ import torch
 from fairseq.data import data_utils
 
 from unilm_fairseq import seq2seq_layout
-from unilm_fairseq.data.seq2seq_dataset import Seq2SeqDataset
+from unilm_fairseq.data.seq2seq.seq2seq_dataset import Seq2SeqDataset
 from unilm_fairseq.models.generation import check_decoding_positions, last_decoding_position
 from unilm_fairseq.modules.transformer import check_positions
 from unilm_fairseq.seq2seq_layout import FinetuneMethod

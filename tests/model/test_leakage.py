@@ -21,8 +21,8 @@ from fairseq.data import ListDataset
 from torch import Tensor
 
 from unilm_fairseq import masks
-from unilm_fairseq.data.pmlm_dataset import CONTEXT, ORIGINAL, PSEUDO, PMLMDataset
-from unilm_fairseq.data.segment_pair_dataset import SegmentPairDataset
+from unilm_fairseq.data.pretraining.pmlm_dataset import CONTEXT, ORIGINAL, PSEUDO, PMLMDataset
+from unilm_fairseq.data.pretraining.segment_pair_dataset import SegmentPairDataset
 
 from ..helpers.leakage import assert_no_leakage, input_dependence
 from ..helpers.models import make_dictionary, tiny_model

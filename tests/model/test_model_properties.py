@@ -16,8 +16,8 @@ import torch.nn.functional as F
 from torch import Tensor
 
 from unilm_fairseq import masks
-from unilm_fairseq.data import PMLMDataset
-from unilm_fairseq.data.pmlm_dataset import CONTEXT, ORIGINAL, PSEUDO
+from unilm_fairseq.data.pretraining import PMLMDataset
+from unilm_fairseq.data.pretraining.pmlm_dataset import CONTEXT, ORIGINAL, PSEUDO
 from unilm_fairseq.modules import attention as attention_module
 from unilm_fairseq.modules.attention import BiasedSelfAttention, build_attention_bias
 

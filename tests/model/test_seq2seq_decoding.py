@@ -16,7 +16,7 @@ from fairseq.data import data_utils
 from unilm_fairseq import seq2seq_layout
 from unilm_fairseq.checkpoint.unilmv2_init import load_pretrained_weights
 from unilm_fairseq.checkpoint.upgrade import tile_rows
-from unilm_fairseq.data.seq2seq_dataset import Seq2SeqDataset
+from unilm_fairseq.data.seq2seq.seq2seq_dataset import Seq2SeqDataset
 from unilm_fairseq.masks import seq2seq_mask
 from unilm_fairseq.models.unilmv2 import POSITION_TABLE
 from unilm_fairseq.tasks.unilm_seq2seq import _TokenList

@@ -17,8 +17,8 @@ from omegaconf import OmegaConf
 from unilm_fairseq.criterions.squad_span import SquadSpanCriterion
 from unilm_fairseq.losses import answerability_targets
 from unilm_fairseq.modules.heads import ANSWERABLE, UNANSWERABLE
-from unilm_fairseq.span_decoding import WindowScores, predict_span, question_no_answer_prob
-from unilm_fairseq.squad_inference import decode_answers, window_scores
+from unilm_fairseq.qa.span_decoding import WindowScores, predict_span, question_no_answer_prob
+from unilm_fairseq.qa.squad_inference import decode_answers, window_scores
 from unilm_fairseq.tasks.squad_qa import SquadQAConfig, SquadQATask
 
 from ..helpers.cli import REPO

@@ -8,10 +8,10 @@ import torch
 from fairseq.data import Dictionary
 from omegaconf import OmegaConf
 
-from unilm_fairseq.data.offset_tokenizers import word_tokens
 from unilm_fairseq.models.unilmv2 import UniLMv2Model
-from unilm_fairseq.span_decoding import Span, answer_text
-from unilm_fairseq.squad_inference import decode_answers, window_logits
+from unilm_fairseq.qa.offset_tokenizers import word_tokens
+from unilm_fairseq.qa.span_decoding import Span, answer_text
+from unilm_fairseq.qa.squad_inference import decode_answers, window_logits
 from unilm_fairseq.tasks.squad_qa import SquadQAConfig, SquadQATask
 
 from ..helpers.cli import REPO

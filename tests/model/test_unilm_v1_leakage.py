@@ -10,9 +10,14 @@ import pytest
 import torch
 
 from unilm_fairseq import masks
-from unilm_fairseq.data import unilm_cloze_dataset
-from unilm_fairseq.data.unilm_cloze_dataset import UniLMClozeDataset
-from unilm_fairseq.data.unilm_objectives import BIDIRECTIONAL, LEFT_TO_RIGHT, RIGHT_TO_LEFT, SEQ2SEQ
+from unilm_fairseq.data.pretraining import unilm_cloze_dataset
+from unilm_fairseq.data.pretraining.unilm_cloze_dataset import UniLMClozeDataset
+from unilm_fairseq.data.pretraining.unilm_objectives import (
+    BIDIRECTIONAL,
+    LEFT_TO_RIGHT,
+    RIGHT_TO_LEFT,
+    SEQ2SEQ,
+)
 
 from ..helpers.leakage import assert_no_leakage, input_dependence
 from ..helpers.models import make_dictionary, tiny_model

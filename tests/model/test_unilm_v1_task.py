@@ -12,8 +12,8 @@ import torch
 
 from unilm_fairseq.checkpoint.unilmv2_init import load_pretrained_weights
 from unilm_fairseq.criterions.unilm import UniLMCriterion
-from unilm_fairseq.data.unilm_cloze_dataset import UniLMClozeDataset
-from unilm_fairseq.data.unilm_objectives import BIDIRECTIONAL, NO_NSP, NOT_NEXT, OBJECTIVE_NAMES
+from unilm_fairseq.data.pretraining.unilm_cloze_dataset import UniLMClozeDataset
+from unilm_fairseq.data.pretraining.unilm_objectives import BIDIRECTIONAL, NO_NSP, NOT_NEXT, OBJECTIVE_NAMES
 from unilm_fairseq.models.unilmv2 import SEGMENT_TABLE
 from unilm_fairseq.tasks.unilm import UniLMConfig, UniLMTask
 

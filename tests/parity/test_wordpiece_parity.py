@@ -18,8 +18,6 @@ import unicodedata
 import pytest
 from fairseq.data.encoders import build_bpe
 
-from unilm_fairseq.data.offset_tokenizers import WordPieceOffsets
-from unilm_fairseq.data.seq2seq_sources import make_tokenizer
 from unilm_fairseq.encoders.wordpiece_tokenizer import (
     CJK_RANGES,
     MAX_WORD_CHARS,
@@ -31,6 +29,8 @@ from unilm_fairseq.encoders.wordpiece_tokenizer import (
     load_vocab,
     resolve_lowercase,
 )
+from unilm_fairseq.prepare.seq2seq_sources import make_tokenizer
+from unilm_fairseq.qa.offset_tokenizers import WordPieceOffsets
 
 from ..helpers.cli import REPO, run_cli
 

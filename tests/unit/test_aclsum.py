@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from unilm_fairseq.data import aclsum
+from unilm_fairseq.prepare import aclsum
 
 from ..helpers.cli import REPO
 from ..helpers.resources import minilm_model_dir

@@ -3,7 +3,8 @@
 import numpy as np
 import pytest
 
-from unilm_fairseq.data.blockwise_masking import blockwise_mask_steps, corrupt_masked
+from unilm_fairseq.data.masking import corrupt_masked
+from unilm_fairseq.data.pretraining.blockwise_masking import blockwise_mask_steps
 
 NUM_SEQUENCES = 2000
 LENGTH = 512

@@ -8,7 +8,7 @@ from collections import Counter
 
 import pytest
 
-from unilm_fairseq.data import glue
+from unilm_fairseq.prepare import glue
 
 from ..helpers.cli import REPO
 

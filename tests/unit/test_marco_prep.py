@@ -6,7 +6,7 @@ import shutil
 
 import pytest
 
-from unilm_fairseq.data import marco
+from unilm_fairseq.prepare import marco
 
 from ..helpers.cli import REPO
 

@@ -9,15 +9,15 @@ import pytest
 import torch
 from fairseq.data import ListDataset
 
-from unilm_fairseq.data import SegmentPairDataset
-from unilm_fairseq.data.segment_pairs import (
+from unilm_fairseq.data.pretraining import SegmentPairDataset
+from unilm_fairseq.data.pretraining.segment_pairs import (
     SPECIAL_TOKENS_PER_PAIR,
     cut_between_sentences,
     pair_tokens,
     split_sentences,
     trim_pair,
 )
-from unilm_fairseq.data.unilm_objectives import SEQ2SEQ, UniLMObjectiveDataset
+from unilm_fairseq.data.pretraining.unilm_objectives import SEQ2SEQ, UniLMObjectiveDataset
 
 from ..helpers.models import make_dictionary
 

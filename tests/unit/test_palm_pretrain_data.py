@@ -4,9 +4,9 @@ import numpy as np
 import pytest
 import torch
 
-from unilm_fairseq.data import PALMPretrainDataset, corpus_fragments, document_fragments
-from unilm_fairseq.data.palm_fragments import Fragment, boundaries_near_cut, context_length
-from unilm_fairseq.data.palm_pretrain_dataset import bert_mask_positions
+from unilm_fairseq.data.pretraining import PALMPretrainDataset, corpus_fragments, document_fragments
+from unilm_fairseq.data.pretraining.palm_fragments import Fragment, boundaries_near_cut, context_length
+from unilm_fairseq.data.pretraining.palm_pretrain_dataset import bert_mask_positions
 
 from ..helpers.models import make_dictionary
 

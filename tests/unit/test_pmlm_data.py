@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 import torch
 
-from unilm_fairseq.data import PMLMDataset, SegmentPairDataset
-from unilm_fairseq.data.pmlm_dataset import CONTEXT, ORIGINAL, PSEUDO
+from unilm_fairseq.data.pretraining import PMLMDataset, SegmentPairDataset
+from unilm_fairseq.data.pretraining.pmlm_dataset import CONTEXT, ORIGINAL, PSEUDO
 
 from ..helpers.models import make_dictionary
 

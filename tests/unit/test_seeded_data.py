@@ -15,16 +15,25 @@ import pytest
 import torch
 from fairseq.data import ListDataset
 
-from unilm_fairseq.data import PALMPretrainDataset, PMLMDataset, SegmentPairDataset, corpus_fragments
-from unilm_fairseq.data.blockwise_masking import blockwise_mask_steps, corrupt_masked
-from unilm_fairseq.data.cloze_masking import cloze_mask_picks
-from unilm_fairseq.data.masking import MaskingConfig, random_token_candidates
-from unilm_fairseq.data.palm_pretrain_dataset import bert_mask_positions
-from unilm_fairseq.data.pmlm_dataset import PSEUDO
+from unilm_fairseq.data.masking import MaskingConfig, corrupt_masked, random_token_candidates
+from unilm_fairseq.data.pretraining import (
+    PALMPretrainDataset,
+    PMLMDataset,
+    SegmentPairDataset,
+    corpus_fragments,
+)
+from unilm_fairseq.data.pretraining.blockwise_masking import blockwise_mask_steps
+from unilm_fairseq.data.pretraining.cloze_masking import cloze_mask_picks
+from unilm_fairseq.data.pretraining.palm_pretrain_dataset import bert_mask_positions
+from unilm_fairseq.data.pretraining.pmlm_dataset import PSEUDO
+from unilm_fairseq.data.pretraining.unilm_cloze_dataset import UniLMClozeDataset
+from unilm_fairseq.data.pretraining.unilm_objectives import (
+    CLOZE_STREAM,
+    OBJECTIVE_STREAM,
+    UniLMObjectiveDataset,
+)
 from unilm_fairseq.data.seeded import SeededDataset
-from unilm_fairseq.data.seq2seq_dataset import Seq2SeqDataset
-from unilm_fairseq.data.unilm_cloze_dataset import UniLMClozeDataset
-from unilm_fairseq.data.unilm_objectives import CLOZE_STREAM, OBJECTIVE_STREAM, UniLMObjectiveDataset
+from unilm_fairseq.data.seq2seq.seq2seq_dataset import Seq2SeqDataset
 from unilm_fairseq.tasks.palm_pretrain import PALMPretrainConfig
 from unilm_fairseq.tasks.pmlm import PMLMConfig
 from unilm_fairseq.tasks.unilm import UniLMConfig

@@ -11,7 +11,7 @@ import pytest
 import torch
 
 from unilm_fairseq import seq2seq_layout
-from unilm_fairseq.data.unilm_objectives import SEGMENT_IDS, SEQ2SEQ
+from unilm_fairseq.data.pretraining.unilm_objectives import SEGMENT_IDS, SEQ2SEQ
 from unilm_fairseq.masks import padded_bidirectional_mask
 
 from ..helpers.models import make_dictionary

@@ -7,9 +7,9 @@ from collections import Counter
 
 import pytest
 
-from unilm_fairseq.data import seq2seq_sources as sources
-from unilm_fairseq.data.seq2seq_sources import Pair, WordPieceTokenizer
 from unilm_fairseq.encoders.wordpiece_tokenizer import basic_tokenize
+from unilm_fairseq.prepare import seq2seq_sources as sources
+from unilm_fairseq.prepare.seq2seq_sources import Pair, WordPieceTokenizer
 
 from ..helpers.cli import BIN, REPO, run_cli
 

@@ -7,16 +7,16 @@ import pytest
 import torch
 
 from unilm_fairseq.data.dictionary import TokenListDictionary
-from unilm_fairseq.data.offset_tokenizers import SentencePieceOffsets, Token, WordPieceOffsets, word_tokens
-from unilm_fairseq.data.squad_dataset import SquadWindowDataset, tokenize_examples
-from unilm_fairseq.data.squad_examples import (
+from unilm_fairseq.encoders.wordpiece import WordPieceBPE, WordPieceConfig
+from unilm_fairseq.qa.offset_tokenizers import SentencePieceOffsets, Token, WordPieceOffsets, word_tokens
+from unilm_fairseq.qa.squad_dataset import SquadWindowDataset, tokenize_examples
+from unilm_fairseq.qa.squad_examples import (
     answer_token_span,
     doc_windows,
     example_windows,
     max_context_flags,
     read_squad_examples,
 )
-from unilm_fairseq.encoders.wordpiece import WordPieceBPE, WordPieceConfig
 
 VOCAB = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "the", "light", "##house", "was", "built", "in",
          "18", "##74", ".", "un", "##aff", "##able", "keep", "##ers", "'", "s", "?", "when"]  # fmt: skip

@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from unilm_fairseq.losses import span_losses
-from unilm_fairseq.span_decoding import WindowScores, answer_text, predict_span, window_spans
+from unilm_fairseq.qa.span_decoding import WindowScores, answer_text, predict_span, window_spans
 
 from ..helpers.models import make_dictionary, tiny_config
 

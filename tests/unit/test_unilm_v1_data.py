@@ -7,10 +7,10 @@ import numpy as np
 import pytest
 import torch
 
-from unilm_fairseq.data.cloze_masking import cloze_budget, cloze_mask_picks
-from unilm_fairseq.data.segment_pairs import trim_pair
-from unilm_fairseq.data.unilm_cloze_dataset import UniLMClozeDataset
-from unilm_fairseq.data.unilm_objectives import (
+from unilm_fairseq.data.pretraining.cloze_masking import cloze_budget, cloze_mask_picks
+from unilm_fairseq.data.pretraining.segment_pairs import trim_pair
+from unilm_fairseq.data.pretraining.unilm_cloze_dataset import UniLMClozeDataset
+from unilm_fairseq.data.pretraining.unilm_objectives import (
     BIDIRECTIONAL,
     IS_NEXT,
     LEFT_TO_RIGHT,

@@ -6,7 +6,7 @@ from fairseq import metrics
 from fairseq.criterions import FairseqCriterion, register_criterion
 from fairseq.dataclass import FairseqDataclass
 
-from ..data.unilm_objectives import NO_NSP, OBJECTIVE_NAMES
+from ..data.pretraining.unilm_objectives import NO_NSP, OBJECTIVE_NAMES
 from ..losses import grouped_sums, sentence_losses, token_losses
 from .reduce import log_base2, summed
 

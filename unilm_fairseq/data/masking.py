@@ -30,3 +30,28 @@ class MaskingConfig:
 def random_token_candidates(dictionary, mask_idx: int) -> np.ndarray:
     """``(V',)`` ids a random replacement is drawn from: every symbol but the specials and the mask."""
     return np.array([i for i in range(dictionary.nspecial, len(dictionary)) if i != mask_idx])
+
+
+def corrupt_masked(
+    originals: np.ndarray,
+    rng: np.random.Generator,
+    mask_idx: int,
+    random_candidates: np.ndarray,
+    leave_unmasked_prob: float = MaskingConfig.leave_unmasked_prob,
+    random_token_prob: float = MaskingConfig.random_token_prob,
+) -> np.ndarray:
+    """BERT's corruption of masked inputs: ``[M]``, a random token, or unchanged.
+
+    Args:
+        originals: ``(K,)`` token ids at the masked positions.
+        random_candidates: ids a random replacement is drawn from (uniformly).
+    Returns:
+        ``(K,)`` input ids.
+    """
+    draw = rng.random(len(originals))
+    inputs = np.full_like(originals, mask_idx)
+    keep = draw < leave_unmasked_prob
+    randomize = (draw >= leave_unmasked_prob) & (draw < leave_unmasked_prob + random_token_prob)
+    inputs[keep] = originals[keep]
+    inputs[randomize] = rng.choice(random_candidates, size=int(randomize.sum()))
+    return inputs

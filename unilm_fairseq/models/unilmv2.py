@@ -369,7 +369,7 @@ def unilmv2_tiny(args):
 
 def unilm_v1_architecture(args):
     """UniLM v1: no relative position bias, 6 segment ids (LM identifiers, see
-    :mod:`unilm_fairseq.data.unilm_objectives`); fills only unset fields."""
+    :mod:`unilm_fairseq.data.pretraining.unilm_objectives`); fills only unset fields."""
     args.num_segments = safe_getattr(args, "num_segments", 6)
     args.rel_pos_bins = safe_getattr(args, "rel_pos_bins", 0)
     base_architecture(args)

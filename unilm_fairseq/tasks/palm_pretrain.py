@@ -23,13 +23,13 @@ from omegaconf import II, MISSING
 from ..checkpoint.palm_init import build_with_unilmv2_encoder
 from ..checkpoint.stage_init import load_encoder_from_checkpoint
 from ..data.masking import MaskingConfig
-from ..data.palm_fragments import (
+from ..data.pretraining.palm_fragments import (
     MAX_CONTEXT_TOKENS,
     MAX_CONTINUATION_TOKENS,
     check_settings,
     corpus_fragments,
 )
-from ..data.palm_pretrain_dataset import PALMPretrainDataset
+from ..data.pretraining.palm_pretrain_dataset import PALMPretrainDataset
 from ..modules.ngram_block import with_prefix_ngram_blocker
 from .shared_dictionary import SharedDictionaryTask
 

@@ -8,8 +8,8 @@ from fairseq.data import Dictionary
 from fairseq.dataclass import ChoiceEnum
 from fairseq.tasks import register_task
 
-from ..data import PMLMDataset, SegmentPairDataset
 from ..data.masking import MaskingConfig
+from ..data.pretraining import PMLMDataset, SegmentPairDataset
 from .shared_dictionary import DOCUMENT_SEP_LEN, SharedDictionaryTask, TextBlocksConfig, text_blocks
 
 logger = logging.getLogger(__name__)

@@ -17,11 +17,11 @@ from fairseq.tasks import register_task
 from omegaconf import MISSING
 
 from ..checkpoint.unilmv2_init import load_pretrained_weights
-from ..data.offset_tokenizers import SentencePieceOffsets, WordPieceOffsets, words_tokenizer
-from ..data.squad_dataset import SquadWindowDataset, tokenize_examples
-from ..data.squad_examples import SPECIALS_PER_WINDOW, read_squad_examples
 from ..encoders.wordpiece_tokenizer import casing_choice
 from ..modules.heads import ANSWERABILITY_CLASSES
+from ..qa.offset_tokenizers import SentencePieceOffsets, WordPieceOffsets, words_tokenizer
+from ..qa.squad_dataset import SquadWindowDataset, tokenize_examples
+from ..qa.squad_examples import SPECIALS_PER_WINDOW, read_squad_examples
 from .shared_dictionary import SharedDictionaryTask
 
 logger = logging.getLogger(__name__)

@@ -15,8 +15,8 @@ from fairseq.tasks import register_task
 
 from ..checkpoint.unilmv2_init import load_pretrained_weights
 from ..data.masking import MaskingConfig
-from ..data.unilm_cloze_dataset import UniLMClozeDataset
-from ..data.unilm_objectives import (
+from ..data.pretraining.unilm_cloze_dataset import UniLMClozeDataset
+from ..data.pretraining.unilm_objectives import (
     NUM_SEGMENTS,
     OBJECTIVE_NAMES,
     UniLMObjectiveDataset,

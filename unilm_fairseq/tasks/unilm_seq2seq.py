@@ -16,7 +16,7 @@ from omegaconf import II, MISSING, DictConfig, open_dict
 from .. import seq2seq_layout
 from ..checkpoint.unilmv2_init import checkpoint_seq2seq_segments, load_pretrained_weights
 from ..data.masking import MaskingConfig
-from ..data.seq2seq_dataset import SOURCE_SPECIALS, TARGET_SPECIALS, Seq2SeqDataset
+from ..data.seq2seq.seq2seq_dataset import SOURCE_SPECIALS, TARGET_SPECIALS, Seq2SeqDataset
 from ..models.generation import check_decoding_positions, last_decoding_position
 from ..models.unilmv2 import check_seq2seq_segments
 from .decoding_conventions import DecodingConventionsConfig, DecodingConventionsTask

@@ -6,12 +6,11 @@ import numpy as np
 import torch
 from fairseq.data import data_utils
 
-from .. import seq2seq_layout
-from ..seq2seq_layout import FinetuneMethod
-from .blockwise_masking import corrupt_masked
-from .complete_batches import CompleteBatchesMixin
-from .masking import MaskingConfig, random_token_candidates
-from .seeded import SeededDataset
+from ... import seq2seq_layout
+from ...seq2seq_layout import FinetuneMethod
+from ..complete_batches import CompleteBatchesMixin
+from ..masking import MaskingConfig, corrupt_masked, random_token_candidates
+from ..seeded import SeededDataset
 
 # "[SOS]" and "[EOS]" around the source; the target ends with its own "[EOS]"
 SOURCE_SPECIALS, TARGET_SPECIALS = 2, 1

@@ -8,9 +8,9 @@ import numpy as np
 import torch
 from fairseq import utils
 
-from .data.squad_dataset import SquadWindowDataset
-from .modules.heads import UNANSWERABLE
+from ..modules.heads import UNANSWERABLE
 from .span_decoding import WindowScores, answer_text, predict_span
+from .squad_dataset import SquadWindowDataset
 
 logger = logging.getLogger(__name__)
 
@@ -86,7 +86,7 @@ def decode_answers(
 
     With ``no_answer_probs`` (the answerability classifier's, :func:`window_scores`), v2.0's "no
     answer" follows the classifier and ``answerability_threshold``, not the null-span rule
-    (:func:`unilm_fairseq.span_decoding.predict_span`).
+    (:func:`unilm_fairseq.qa.span_decoding.predict_span`).
     """
     windows_of = defaultdict(list)
     for index, window in enumerate(dataset.windows):

@@ -13,7 +13,7 @@ import numpy as np
 import torch
 from fairseq.data import Dictionary, FairseqDataset, data_utils
 
-from .complete_batches import CompleteBatchesMixin
+from ..data.complete_batches import CompleteBatchesMixin
 from .squad_examples import Example, Tokenize, Window, answer_token_span, example_windows
 
 logger = logging.getLogger(__name__)

@@ -18,8 +18,8 @@ from typing import Dict, List, Optional, Sequence, Tuple
 import numpy as np
 import torch
 
-from .complete_batches import CompleteBatchesMixin
-from .seeded import SeededDataset
+from ..complete_batches import CompleteBatchesMixin
+from ..seeded import SeededDataset
 from .segment_pairs import SPECIAL_TOKENS_PER_PAIR, cut_between_sentences, pair_tokens, split_sentences
 
 logger = logging.getLogger(__name__)
@@ -76,7 +76,7 @@ class UniLMObjectiveDataset(CompleteBatchesMixin, SeededDataset):
     another document, cut to the true B's length) unless the block has no B
     (one token) or the corpus no other document: then its label is ``NO_NSP``
     and ``nsp_skipped`` is set. Items longer than ``max_length`` are trimmed
-    (:func:`~unilm_fairseq.data.segment_pairs.trim_pair`) and flagged ``trimmed``.
+    (:func:`~unilm_fairseq.data.pretraining.segment_pairs.trim_pair`) and flagged ``trimmed``.
 
     Item: ``tokens``, ``segments`` ``(N,)`` long; ``objective``, ``source_len``
     (the seq2seq source "[SOS] A [EOS]"; ``N`` for other objectives),

@@ -15,7 +15,7 @@ from typing import List
 
 import numpy as np
 
-from .masking import MaskingConfig
+from ..masking import MaskingConfig
 
 # halves round up even when floating point lands just below them (0.35 * 90 is 31.499999999999996)
 FLOAT_SLACK = 1e-9

@@ -6,12 +6,11 @@ import numpy as np
 import torch
 from fairseq.data import data_utils
 
-from .. import masks
-from .blockwise_masking import corrupt_masked
+from ... import masks
+from ..complete_batches import CompleteBatchesMixin
+from ..masking import MaskingConfig, corrupt_masked, random_token_candidates
+from ..seeded import SeededDataset
 from .cloze_masking import cloze_mask_picks
-from .complete_batches import CompleteBatchesMixin
-from .masking import MaskingConfig, random_token_candidates
-from .seeded import SeededDataset
 from .unilm_objectives import CLOZE_STREAM, LEFT_TO_RIGHT, RIGHT_TO_LEFT, SEQ2SEQ
 
 

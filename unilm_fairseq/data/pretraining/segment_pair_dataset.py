@@ -4,7 +4,7 @@ import numpy as np
 import torch
 from fairseq.data import FairseqDataset
 
-from .complete_batches import CompleteBatchesMixin
+from ..complete_batches import CompleteBatchesMixin
 from .segment_pairs import SPECIAL_TOKENS_PER_PAIR, cut_between_sentences, pair_tokens, split_sentences
 
 
@@ -14,7 +14,7 @@ class SegmentPairDataset(CompleteBatchesMixin, FairseqDataset):
     The block's sentence-final ``eos`` tokens mark the candidate split points;
     interior ones are dropped so each segment ends with exactly one ``[EOS]``.
     A block of one sentence becomes "[SOS] S1 [EOS]". Items longer than
-    ``max_length`` are trimmed by :func:`~unilm_fairseq.data.segment_pairs.trim_pair`.
+    ``max_length`` are trimmed by :func:`~unilm_fairseq.data.pretraining.segment_pairs.trim_pair`.
 
     Item: ``{"tokens": (N,) long, "segments": (N,) long}`` with ``N <= max_length``.
     """

@@ -5,7 +5,7 @@ from typing import List
 
 import numpy as np
 
-from .masking import MaskingConfig
+from ..masking import MaskingConfig
 
 # Attempts allowed per token before falling back to single-token picks; the
 # fallback only triggers on sequences too short or too fragmented for spans.
@@ -62,28 +62,3 @@ def blockwise_mask_steps(
             steps.append(np.array([position]))
     order = rng.permutation(len(steps))
     return [steps[i] for i in order]
-
-
-def corrupt_masked(
-    originals: np.ndarray,
-    rng: np.random.Generator,
-    mask_idx: int,
-    random_candidates: np.ndarray,
-    leave_unmasked_prob: float = MaskingConfig.leave_unmasked_prob,
-    random_token_prob: float = MaskingConfig.random_token_prob,
-) -> np.ndarray:
-    """BERT's corruption of masked inputs: ``[M]``, a random token, or unchanged.
-
-    Args:
-        originals: ``(K,)`` token ids at the masked positions.
-        random_candidates: ids a random replacement is drawn from (uniformly).
-    Returns:
-        ``(K,)`` input ids.
-    """
-    draw = rng.random(len(originals))
-    inputs = np.full_like(originals, mask_idx)
-    keep = draw < leave_unmasked_prob
-    randomize = (draw >= leave_unmasked_prob) & (draw < leave_unmasked_prob + random_token_prob)
-    inputs[keep] = originals[keep]
-    inputs[randomize] = rng.choice(random_candidates, size=int(randomize.sum()))
-    return inputs

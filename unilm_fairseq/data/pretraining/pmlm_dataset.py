@@ -6,11 +6,11 @@ import numpy as np
 import torch
 from fairseq.data import data_utils
 
-from .. import masks
-from .blockwise_masking import blockwise_mask_steps, corrupt_masked
-from .complete_batches import CompleteBatchesMixin
-from .masking import MaskingConfig, random_token_candidates
-from .seeded import SeededDataset
+from ... import masks
+from ..complete_batches import CompleteBatchesMixin
+from ..masking import MaskingConfig, corrupt_masked, random_token_candidates
+from ..seeded import SeededDataset
+from .blockwise_masking import blockwise_mask_steps
 
 CONTEXT, ORIGINAL, PSEUDO = 0, 1, 2
 

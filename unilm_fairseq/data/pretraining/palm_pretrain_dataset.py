@@ -7,11 +7,10 @@ import torch
 from fairseq.data import data_utils
 from fairseq.data.language_pair_dataset import collate
 
-from .blockwise_masking import corrupt_masked
-from .complete_batches import CompleteBatchesMixin
-from .masking import MaskingConfig, random_token_candidates
+from ..complete_batches import CompleteBatchesMixin
+from ..masking import MaskingConfig, corrupt_masked, random_token_candidates
+from ..seeded import SeededDataset
 from .palm_fragments import Fragment
-from .seeded import SeededDataset
 
 
 def bert_mask_positions(maskable: np.ndarray, rng: np.random.Generator, mask_prob: float) -> np.ndarray:
@@ -33,7 +32,7 @@ def bert_mask_positions(maskable: np.ndarray, rng: np.random.Generator, mask_pro
 
 
 class PALMPretrainDataset(CompleteBatchesMixin, SeededDataset):
-    """Pairs from :func:`~unilm_fairseq.data.palm_fragments.corpus_fragments` over binarized lines.
+    """Pairs from :func:`~.palm_fragments.corpus_fragments` over binarized lines.
 
     Item ``i`` is fragment ``i``: ``source`` = its context plus ``</s>`` (with the
     BERT corruption of masked positions when ``mask_prob > 0``), ``target`` = its
