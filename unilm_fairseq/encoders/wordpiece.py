@@ -18,8 +18,13 @@ from fairseq.data.encoders import register_bpe
 from fairseq.dataclass import FairseqDataclass
 from omegaconf import MISSING
 
-from ..scoring.metrics import WORDPIECE_CONTINUATION, detokenize_wordpiece
-from .wordpiece_tokenizer import UNK, WordPieceTokenizer, casing_choice
+from .wordpiece_tokenizer import (
+    UNK,
+    WORDPIECE_CONTINUATION,
+    WordPieceTokenizer,
+    casing_choice,
+    detokenize_wordpiece,
+)
 
 SPECIAL_TOKENS = ("[PAD]", UNK, "[CLS]", "[SEP]", "[MASK]")  # never split, never lowercased
 _SPECIAL_PATTERN = re.compile("(" + "|".join(re.escape(t) for t in SPECIAL_TOKENS) + ")")

@@ -25,7 +25,8 @@ import string
 import unicodedata
 from typing import Dict, Iterable, Iterator, List, NamedTuple, Optional, Sequence, Tuple
 
-from ..scoring.metrics import WORDPIECE_CONTINUATION
+WORDPIECE_CONTINUATION = "##"  # marks a WordPiece that continues the previous word
+
 
 logger = logging.getLogger(__name__)
 
@@ -367,3 +368,14 @@ class WordPieceTokenizer:
                 tokens.append(Token(piece, starts[offset], ends[offset + length - 1]))
                 offset += length
         return tokens
+
+
+def detokenize_wordpiece(text: str) -> str:
+    """Join BERT WordPiece tokens: ``"hel ##lo world"`` -> ``"hello world"``."""
+    words: List[str] = []
+    for token in text.split():
+        if token.startswith(WORDPIECE_CONTINUATION) and words:
+            words[-1] += token[len(WORDPIECE_CONTINUATION) :]
+        else:
+            words.append(token)
+    return " ".join(words)

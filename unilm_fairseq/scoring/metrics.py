@@ -17,12 +17,13 @@ import re
 import sys
 from typing import Dict, List, Optional, Sequence, Tuple
 
+from ..encoders.wordpiece_tokenizer import detokenize_wordpiece
+
 # rouge-score's names; F1 of each is reported
 ROUGE_TYPES = ("rouge1", "rouge2", "rougeL", "rougeLsum")
 # "rouge-score": Google's Python package (the default); "perl": Lin's ROUGE-1.5.5 script (perl_rouge.py)
 ROUGE_BACKENDS = ("rouge-score", "perl")
 SENTENCEPIECE_SPACE = "\u2581"  # "▁": marks a piece that starts a new word
-WORDPIECE_CONTINUATION = "##"  # marks a WordPiece that continues the previous word
 WORDNET_SETUP_HINT = (
     "run `bash scripts/setup_wordnet.sh` (installs Debian's wordnet-base and wordnet-sense-index "
     "and builds .venv/nltk_data offline), or with network `python -m nltk.downloader wordnet`"
@@ -43,17 +44,6 @@ class MeteorUnavailableError(RuntimeError):
 def detokenize_sentencepiece(text: str) -> str:
     """Join sentencepiece pieces: ``"▁Hel lo ▁world"`` -> ``"Hello world"``."""
     return "".join(text.split()).replace(SENTENCEPIECE_SPACE, " ").strip()
-
-
-def detokenize_wordpiece(text: str) -> str:
-    """Join BERT WordPiece tokens: ``"hel ##lo world"`` -> ``"hello world"``."""
-    words: List[str] = []
-    for token in text.split():
-        if token.startswith(WORDPIECE_CONTINUATION) and words:
-            words[-1] += token[len(WORDPIECE_CONTINUATION) :]
-        else:
-            words.append(token)
-    return " ".join(words)
 
 
 DETOKENIZERS = {
