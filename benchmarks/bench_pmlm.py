@@ -50,7 +50,7 @@ from fairseq.models import ARCH_CONFIG_REGISTRY, ARCH_MODEL_INV_REGISTRY
 from unilm_fairseq.data.dictionary import MASK_SYMBOL
 from unilm_fairseq.data.pretraining import PMLMDataset, SegmentPairDataset
 from unilm_fairseq.data.pretraining.pmlm_dataset import CONTEXT, ORIGINAL, PSEUDO
-from unilm_fairseq.data.pretraining.segment_pair_dataset import SPECIAL_TOKENS_PER_PAIR
+from unilm_fairseq.data.pretraining.segment_pairs import SPECIAL_TOKENS_PER_PAIR
 from unilm_fairseq.losses import token_losses
 from unilm_fairseq.models.unilmv2 import UniLMv2Config, UniLMv2Model
 

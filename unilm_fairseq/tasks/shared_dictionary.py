@@ -12,7 +12,7 @@ from fairseq.tasks import FairseqTask
 from omegaconf import II, MISSING
 
 from ..data.dictionary import load_dictionary_with_mask
-from ..data.pretraining.segment_pair_dataset import SPECIAL_TOKENS_PER_PAIR
+from ..data.pretraining.segment_pairs import SPECIAL_TOKENS_PER_PAIR
 
 logger = logging.getLogger(__name__)
 

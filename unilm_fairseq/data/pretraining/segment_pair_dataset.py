@@ -5,10 +5,10 @@ import torch
 from fairseq.data import FairseqDataset
 
 from ..complete_batches import CompleteBatchesMixin
-from .segment_pairs import SPECIAL_TOKENS_PER_PAIR, cut_between_sentences, pair_tokens, split_sentences
+from .segment_pairs import PairBlockSizes, cut_between_sentences, pair_tokens, split_sentences
 
 
-class SegmentPairDataset(CompleteBatchesMixin, FairseqDataset):
+class SegmentPairDataset(PairBlockSizes, CompleteBatchesMixin, FairseqDataset):
     """Split each block at a sentence boundary into two segments.
 
     The block's sentence-final ``eos`` tokens mark the candidate split points;
@@ -26,21 +26,7 @@ class SegmentPairDataset(CompleteBatchesMixin, FairseqDataset):
         self.eos = dictionary.eos()
         self.max_length = max_length
         self.seed = seed
-        # upper bound: every token kept plus the pair's special tokens
-        self._sizes = np.minimum(np.asarray(blocks.sizes) + SPECIAL_TOKENS_PER_PAIR, max_length)
-
-    def __len__(self):
-        return len(self.dataset)
-
-    @property
-    def sizes(self):
-        return self._sizes
-
-    def size(self, index):
-        return int(self._sizes[index])
-
-    def num_tokens(self, index):
-        return int(self._sizes[index])
+        self.set_pair_sizes(blocks.sizes, max_length)
 
     def __getitem__(self, index):
         block = self.dataset[index].numpy()

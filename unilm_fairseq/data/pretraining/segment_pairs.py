@@ -64,3 +64,30 @@ def pair_tokens(
         pieces += [second, [eos]]
     tokens = np.concatenate([np.asarray(p, dtype=np.int64) for p in pieces])
     return tokens, len(first) + 2, trimmed
+
+
+class PairBlockSizes:
+    """Sizes of a dataset that lays each block of ``self.dataset`` out as one segment pair.
+
+    An item holds at most the block's tokens plus the pair's special tokens, capped at ``max_length``;
+    fairseq batches by that bound. Call :meth:`set_pair_sizes` in ``__init__``.
+    """
+
+    def set_pair_sizes(self, block_sizes, max_length: int):
+        self._sizes = np.minimum(np.asarray(block_sizes) + SPECIAL_TOKENS_PER_PAIR, max_length)
+
+    def __len__(self):
+        return len(self.dataset)
+
+    @property
+    def sizes(self):
+        return self._sizes
+
+    def size(self, index):
+        return int(self._sizes[index])
+
+    def num_tokens(self, index):
+        return int(self._sizes[index])
+
+    def num_tokens_vec(self, indices):
+        return self._sizes[indices]

@@ -20,7 +20,13 @@ import torch
 
 from ..complete_batches import CompleteBatchesMixin
 from ..seeded import SeededDataset
-from .segment_pairs import SPECIAL_TOKENS_PER_PAIR, cut_between_sentences, pair_tokens, split_sentences
+from .segment_pairs import (
+    SPECIAL_TOKENS_PER_PAIR,
+    PairBlockSizes,
+    cut_between_sentences,
+    pair_tokens,
+    split_sentences,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -66,7 +72,7 @@ def other_document_block(
     return draw if draw < before else after + draw - before
 
 
-class UniLMObjectiveDataset(CompleteBatchesMixin, SeededDataset):
+class UniLMObjectiveDataset(PairBlockSizes, CompleteBatchesMixin, SeededDataset):
     """Pick an objective per example and lay it out, seeded per (seed, epoch, index).
 
     Pairs are cut at a sentence boundary drawn uniformly; a block of one
@@ -110,24 +116,7 @@ class UniLMObjectiveDataset(CompleteBatchesMixin, SeededDataset):
         self.max_length = max_length
         self.probs = weights / weights.sum()
         self.nsp_random_prob = nsp_random_prob
-        # every layout adds at most the pair's specials to the block's tokens
-        self._sizes = np.minimum(np.asarray(blocks.sizes) + SPECIAL_TOKENS_PER_PAIR, max_length)
-
-    def __len__(self):
-        return len(self.dataset)
-
-    @property
-    def sizes(self):
-        return self._sizes
-
-    def size(self, index):
-        return int(self._sizes[index])
-
-    def num_tokens(self, index):
-        return int(self._sizes[index])
-
-    def num_tokens_vec(self, indices):
-        return self._sizes[indices]
+        self.set_pair_sizes(blocks.sizes, max_length)
 
     def ordered_indices(self):
         """Corpus order: the cloze dataset wrapping these items orders the batches."""
