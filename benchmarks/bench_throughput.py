@@ -1,7 +1,7 @@
 #!/usr/bin/env python
 """Training throughput of UniLMv2 pre-training against fairseq's own RoBERTa, side by side in one run.
 
-Targets (project issue), same data, same model size:
+Targets, same data, same model size:
 
 * ``--task pmlm --objectives ae`` (AE only) trains at least 1.0x RoBERTa's words/s;
 * its peak memory is at most 1.1x RoBERTa's.
@@ -385,7 +385,7 @@ def ratio_row(label: str, values: List[float], target=None, at_most=True) -> Non
         passed = value <= target if at_most else value >= target
         verdict = f"{('<= ' if at_most else '>= ') + str(target)}  {'PASS' if passed else 'FAIL'}"
     per = " ".join(f"{v:.2f}" for v in values)
-    print(f"{label:<46}{value:>7.2f}  {verdict:<14}{per}")
+    print(f"{label:<46}{value:>7.3f}  {verdict:<14}{per}")
 
 
 def report(systems, args, device, seconds, words, cpu_words, cuda_peak, memory) -> None:
