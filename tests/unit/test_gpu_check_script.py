@@ -8,8 +8,7 @@ import sys
 
 import pytest
 
-from .conftest import REPO
-
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 SCRIPT = os.path.join(REPO, "scripts", "gpu_check.sh")
 BENCHMARK_CALL = re.compile(r"python (benchmarks/\w+\.py)((?: [^\n#|>&;]*)?)$", re.M)
 
@@ -56,3 +55,17 @@ def test_benchmark_accepts_the_flags(path, argv):
     passed = [a for a in argv if a.startswith("--")]
     assert passed, f"{path}: no flags found in the call"
     assert [a for a in passed if a not in known] == []
+
+
+def test_selected_cuda_tests_exist():
+    with open(SCRIPT) as f:
+        selection = re.search(r'pytest[^\n]*-k \\\n\s*"([^"]+)"', f.read()).group(1)
+    names = selection.split(" or ")
+    assert len(names) == 3
+    sources = ""
+    for folder, _, files in os.walk(os.path.join(REPO, "tests")):
+        for name in files:
+            if name.endswith(".py"):
+                with open(os.path.join(folder, name)) as f:
+                    sources += f.read()
+    assert [n for n in names if f"def {n}(" not in sources] == []
