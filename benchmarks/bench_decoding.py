@@ -228,22 +228,29 @@ def compare_outputs(cached, recomputed):
 
 
 def run_interleaved(generators, models, batch, scales, args, sync: Callable[[], None]):
-    """Seconds per generate call (scaled where extrapolated) and per encoder call, per variant.
+    """Seconds per generate call (scaled where extrapolated) and per encoder call, and (CUDA) peak
+    bytes allocated during a generate call, per variant.
 
     Repetition ``r`` runs the variants rotated by ``r``, so each runs first, second and last in turn.
     """
     times = {v: [] for v in VARIANTS}
     encoder_times = {v: [] for v in VARIANTS}
+    peak_bytes = {v: 0 for v in VARIANTS}
     net_input = batch["net_input"]
+    device = net_input["src_tokens"].device
     for rep in range(args.warmup + args.repeats):
         shift = rep % len(VARIANTS)
         for variant in VARIANTS[shift:] + VARIANTS[:shift]:
             generator, model = generators[variant], models[variant]
+            if device.type == "cuda":
+                torch.cuda.reset_peak_memory_stats(device)
             sync()
             start = time.perf_counter()
             generator.generate([model], batch)
             sync()
             middle = time.perf_counter()
+            if device.type == "cuda":
+                peak_bytes[variant] = max(peak_bytes[variant], torch.cuda.max_memory_allocated(device))
             with torch.no_grad():
                 model.encoder(net_input["src_tokens"], src_lengths=net_input["src_lengths"])
             sync()
@@ -251,7 +258,7 @@ def run_interleaved(generators, models, batch, scales, args, sync: Callable[[], 
             if rep >= args.warmup:
                 times[variant].append((middle - start) * scales[variant])
                 encoder_times[variant].append(end - middle)
-    return times, encoder_times
+    return times, encoder_times, peak_bytes
 
 
 def profile_one(generator, model, batch: Batch, label: str):
@@ -344,14 +351,16 @@ def main():
             f"max |score diff| {worst:.2e} (tolerance {SCORE_TOLERANCE:g}) {'PASS' if ok else 'FAIL'}"
         )
 
-    times, encoder_times = run_interleaved(generators, models, batch, scales, args, sync)
+    times, encoder_times, peak_bytes = run_interleaved(generators, models, batch, scales, args, sync)
     median = {v: statistics.median(times[v]) for v in VARIANTS}
     tokens_per_batch = args.batch_size * args.tgt_len
 
     print()
+    on_cuda = device.type == "cuda"
     header = (
         f"{'variant':<21}{'steps':>6}{'s/batch (median)':>18}{'min..max':>17}{'encoder s':>11}"
-        f"{'ms/token':>10}{'decoder-only ms/token':>23}"
+        f"{'ms/token':>10}{'decoder-only ms/token':>23}{'samples/s':>11}"
+        + (f"{'peak MiB':>10}" if on_cuda else "")
     )
     print(header)
     print("-" * len(header))
@@ -362,11 +371,15 @@ def main():
             f"{variant:<21}{decoder_steps[variant]:>6}{median[variant]:>18.3f}"
             f"{min(times[variant]):>8.3f}..{max(times[variant]):<7.3f}{enc:>11.3f}"
             f"{median[variant] / tokens_per_batch * 1e3:>10.2f}"
-            f"{(median[variant] - enc) / tokens_per_batch * 1e3:>23.2f}{note}"
+            f"{(median[variant] - enc) / tokens_per_batch * 1e3:>23.2f}"
+            f"{args.batch_size / median[variant]:>11.2f}"
+            + (f"{peak_bytes[variant] / 2**20:>10.0f}" if on_cuda else "")
+            + note
         )
     print(
         f"(ms/token: s/batch / ({args.batch_size} sources x {args.tgt_len} steps), beam {args.beam} inside; "
-        f"decoder-only: s/batch less the encoder alone)"
+        f"decoder-only: s/batch less the encoder alone; samples/s: sources per second"
+        + ("; peak MiB: max_memory_allocated during one generate call, weights included)" if on_cuda else ")")
     )
     if extrapolated:
         print(

@@ -131,3 +131,21 @@ def test_bias_reads_table_row_of_key_minus_query():
     assert torch.equal(out[0, :, 0, 1], table[0])
     assert torch.equal(out[0, :, 0, 2], table[17])
     assert torch.equal(out[0, :, 0, 3], table[31])
+
+
+def test_cpu_table_gradient_equals_the_embedding_backward():
+    """The bias table's gradient (summed by index_add_ on CPU) is exactly nn.Embedding's."""
+    torch.manual_seed(0)
+    bias = RelativePositionBias(num_heads=4, num_buckets=32, max_distance=128)
+    queries, keys = torch.randint(0, 300, (3, 40)), torch.randint(0, 300, (3, 50))
+    grad = torch.randn(3, 4, 40, 50)
+    out = bias(queries, keys)
+    out.backward(grad)
+    got = bias.table.weight.grad.clone()
+    bias.zero_grad()
+    buckets = relative_position_bucket(keys.unsqueeze(1) - queries.unsqueeze(2), 32, 128)
+    expected = bias.table(buckets).permute(0, 3, 1, 2)
+    expected.backward(grad)
+    assert torch.equal(out, expected)
+    assert got.abs().sum() > 0
+    assert torch.equal(got, bias.table.weight.grad)

@@ -1,0 +1,513 @@
+#!/usr/bin/env python
+"""Training throughput of UniLMv2 pre-training against fairseq's own RoBERTa, side by side in one run.
+
+Targets, same data, same model size:
+
+* ``--task pmlm --objectives ae`` (AE only) trains at least 1.0x RoBERTa's words/s;
+* its peak memory is at most 1.1x RoBERTa's.
+
+Systems, all built through fairseq's own command-line parser, ``tasks.setup_task``,
+``task.build_model``, ``task.build_criterion`` and ``optim.build_optimizer`` (Adam):
+
+* ``roberta``: ``--task masked_lm --arch roberta_base --criterion masked_lm``;
+* ``ae``: ``--task pmlm --objectives ae --arch unilmv2_base --criterion ae_par``;
+* ``ae-norel``: the same with ``--rel-pos-bins 0`` (no relative position bias; shows what it costs);
+* ``pmlm``: ``--objectives ae,par`` (full UniLMv2 PMLM).
+
+Every system gets the same width, depth, FFN size, heads and position table
+(``--layers/--dim/--ffn/--heads``, ``--max-positions`` = ``--tokens``), dropout 0.1
+and attention dropout 0.1, GELU, post-LN, tied input/output embeddings and an LM head
+(dense, GELU, LayerNorm, tied projection) applied only to the predicted tokens; the
+same masking rate (``--mask-prob`` 0.15, 80/10/10) and no pooler (RoBERTa's
+classification heads are only built for sentence prediction). Remaining differences
+are the methods': UniLM adds segment embeddings, the relative position bias and a
+per-example attention mask; PMLM masks spans (blockwise) where RoBERTa masks single
+tokens, and RoBERTa's positions start at ``padding_idx + 1``.
+
+Data: one random-word corpus (Zipf-distributed words, sentences of 8-40 words, long
+documents) binarized once by ``fairseq-preprocess --only-source``, so all systems read
+the same ``dict.txt`` (each task adds ``<mask>``) and the same ``train`` split, cut into
+``--tokens``-token blocks with ``--sample-break-mode none`` (RoBERTa: ``<s>`` + 255
+tokens; UniLM: "[SOS] A [EOS] B [EOS]"). Batches of ``--batch-size`` blocks come
+from each task's own batch iterator and collater, built before timing (their build
+time is its own column).
+
+An update is fairseq's: ``task.train_step`` (forward, criterion, backward), gradients
+divided by the sample size, one Adam step. Words/s is fairseq's ``wps``:
+``sample["ntokens"]`` (the text tokens of the blocks, the same count for every system)
+over the update's seconds. Each round runs ``--updates`` updates of every system,
+the order reversed every round (A/B/C, C/B/A, ...) so machine noise hits all; ratios
+are medians of per-round ratios.
+
+Memory: on CUDA, ``torch.cuda.max_memory_allocated`` over each system's updates. On
+CPU, torch's allocator is invisible to tracemalloc, so each system also runs alone in
+a child process (same data, warm-up updates, then ``--updates`` updates) that reports
+its peak RSS (``VmHWM``) and the growth of its peak RSS during the updates over its
+RSS before them (the kernel's peak counter is reset first), i.e. what training adds on
+top of the loaded model and optimizer state.
+
+Usage::
+
+    python benchmarks/bench_throughput.py --threads 1                    # 6 x 384, 256-token blocks, batch 8
+    python benchmarks/bench_throughput.py --rounds 2 --updates 2 --no-memory   # quick
+    python benchmarks/bench_throughput.py --profile                      # + per-op CPU profile of one update
+    python benchmarks/bench_throughput.py --device cuda --rounds 5 --updates 20
+"""
+
+import argparse
+import json
+import logging
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import warnings
+from typing import Callable, Dict, List, Optional
+
+import numpy as np
+import torch
+from bench_common import load_average, machine_line
+from fairseq import optim, options, tasks, utils
+from fairseq.dataclass.utils import convert_namespace_to_omegaconf
+
+import unilm_fairseq
+
+# the plugin this process imported: --user-dir must name the same package
+PLUGIN_DIR = os.path.dirname(os.path.abspath(unilm_fairseq.__file__))
+AE_PER_ROBERTA_TARGET = 1.0  # AE-only words/s / RoBERTa words/s, at least
+MEMORY_PER_ROBERTA_TARGET = 1.1  # AE-only peak memory / RoBERTa peak memory, at most
+SENTENCE_LENGTHS = (8, 40)  # words per sentence, inclusive
+DOCUMENT_SENTENCES = 60  # sentences per document: long documents, so blocks are full
+ZIPF_EXPONENT = 1.1
+PROFILE_ROWS = 20
+BUSY_MARGIN = 0.5  # load-average slack (CPUs) before a run is reported as contended
+
+ROBERTA, AE, AE_NOREL, PMLM = "roberta", "ae", "ae-norel", "pmlm"
+SYSTEMS = (ROBERTA, AE, AE_NOREL, PMLM)
+LABELS = {
+    ROBERTA: "RoBERTa (masked_lm)",
+    AE: "UniLMv2 AE only",
+    AE_NOREL: "AE, rel_pos_bins 0",
+    PMLM: "UniLMv2 PMLM (AE+PAR)",
+}
+
+
+def parse_args(argv=None):
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--layers", type=int, default=6, help="Transformer layers")
+    parser.add_argument("--dim", type=int, default=384, help="hidden size")
+    parser.add_argument("--ffn", type=int, default=1536, help="feed-forward inner size")
+    parser.add_argument("--heads", type=int, default=6, help="attention heads")
+    parser.add_argument("--tokens", type=int, default=256, help="tokens per block (and position table)")
+    parser.add_argument("--batch-size", type=int, default=8, help="blocks per batch")
+    parser.add_argument("--mask-prob", type=float, default=0.15, help="masking rate of every system")
+    parser.add_argument("--batches", type=int, default=4, help="distinct batches per system, cycled")
+    parser.add_argument("--updates", type=int, default=3, help="timed updates per system per round")
+    parser.add_argument("--rounds", type=int, default=3, help="timed rounds")
+    parser.add_argument("--warmup", type=int, default=1, help="untimed rounds first")
+    parser.add_argument("--threads", type=int, default=0, help="torch threads (0: all logical CPUs)")
+    parser.add_argument("--vocab", type=int, default=8000, help="distinct words in the corpus")
+    parser.add_argument("--seed", type=int, default=1, help="seed of the corpus, masks and weights")
+    parser.add_argument("--device", default="cpu", help="torch device, e.g. cpu or cuda")
+    parser.add_argument(
+        "--systems",
+        default=",".join(SYSTEMS),
+        help=f"comma-separated systems to run, from {','.join(SYSTEMS)} (roberta is always run)",
+    )
+    parser.add_argument("--no-memory", action="store_true", help="CPU: skip the per-system memory runs")
+    parser.add_argument("--profile", action="store_true", help="after timing, profile one update of each")
+    parser.add_argument("--data", default=None, help=argparse.SUPPRESS)  # a binarized corpus to reuse
+    parser.add_argument("--memory-child", default=None, choices=SYSTEMS, help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    systems = [s for s in args.systems.split(",") if s]
+    unknown = [s for s in systems if s not in SYSTEMS]
+    if unknown:
+        parser.error(f"unknown systems {unknown}; choose from {list(SYSTEMS)}")
+    args.systems = [s for s in SYSTEMS if s == ROBERTA or s in systems]
+    for name in ("layers", "dim", "ffn", "heads", "batch_size", "batches", "updates", "rounds", "vocab"):
+        if getattr(args, name) < 1:
+            parser.error(f"--{name.replace('_', '-')} must be at least 1")
+    if args.dim % args.heads:
+        parser.error("--dim must be divisible by --heads")
+    if args.tokens < 8:
+        parser.error("--tokens must be at least 8")
+    return args
+
+
+def write_corpus(path: str, args) -> None:
+    """Random Zipf-distributed words, one sentence per line, documents separated by empty lines."""
+    rng = np.random.default_rng(args.seed)
+    # enough text for every system's batches, twice over
+    needed = 2 * args.batches * args.batch_size * args.tokens
+    ranks = np.arange(1, args.vocab + 1)
+    probs = ranks**-ZIPF_EXPONENT
+    probs /= probs.sum()
+    written = 0
+    with open(path, "w") as f:
+        while written < needed:
+            for _ in range(DOCUMENT_SENTENCES):
+                n = int(rng.integers(SENTENCE_LENGTHS[0], SENTENCE_LENGTHS[1] + 1))
+                words = rng.choice(args.vocab, size=n, p=probs)
+                f.write(" ".join(f"w{w}" for w in words) + "\n")
+                written += n + 1
+            f.write("\n")
+
+
+def binarize(workdir: str, args) -> str:
+    """``fairseq-preprocess --only-source`` of the random corpus; returns the data directory."""
+    text = os.path.join(workdir, "train.txt")
+    write_corpus(text, args)
+    dest = os.path.join(workdir, "bin")
+    subprocess.run(
+        [sys.executable, "-m", "fairseq_cli.preprocess", "--only-source", "--trainpref", text,
+         "--destdir", dest, "--workers", "1"],
+        check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+    return dest
+
+
+def system_argv(system: str, data: str, args) -> List[str]:
+    """``fairseq-train`` arguments of one system."""
+    common = [
+        data, "--seed", str(args.seed), "--batch-size", str(args.batch_size),
+        "--tokens-per-sample", str(args.tokens), "--sample-break-mode", "none",
+        "--mask-prob", str(args.mask_prob), "--leave-unmasked-prob", "0.1", "--random-token-prob", "0.1",
+        "--encoder-layers", str(args.layers), "--encoder-embed-dim", str(args.dim),
+        "--encoder-ffn-embed-dim", str(args.ffn), "--encoder-attention-heads", str(args.heads),
+        "--max-positions", str(args.tokens), "--dropout", "0.1", "--attention-dropout", "0.1",
+        "--activation-fn", "gelu", "--optimizer", "adam", "--lr", "1e-4", "--num-workers", "0",
+    ]  # fmt: skip
+    if torch.device(args.device).type != "cuda":
+        common.append("--cpu")
+    if system == ROBERTA:
+        return common + ["--task", "masked_lm", "--arch", "roberta_base", "--criterion", "masked_lm"]
+    unilm = common + ["--user-dir", PLUGIN_DIR, "--task", "pmlm",
+                      "--arch", "unilmv2_base", "--criterion", "ae_par"]  # fmt: skip
+    if system == AE:
+        return unilm + ["--objectives", "ae"]
+    if system == AE_NOREL:
+        return unilm + ["--objectives", "ae", "--rel-pos-bins", "0"]
+    return unilm + ["--objectives", "ae,par"]
+
+
+class System:
+    """One system's task, model, criterion, optimizer and pre-built batches."""
+
+    def __init__(self, name: str, data: str, args, device: torch.device):
+        self.name = name
+        parser = options.get_training_parser()
+        ns = options.parse_args_and_arch(parser, system_argv(name, data, args))
+        cfg = convert_namespace_to_omegaconf(ns)
+        utils.import_user_module(cfg.common)
+        torch.manual_seed(args.seed)
+        self.task = tasks.setup_task(cfg.task)
+        self.task.load_dataset("train")
+        self.model = self.task.build_model(cfg.model).to(device)
+        self.criterion = self.task.build_criterion(cfg.criterion).to(device)
+        params = [p for p in self.model.parameters() if p.requires_grad]
+        self.optimizer = optim.build_optimizer(cfg.optimizer, params)
+        self.parameters = sum(p.numel() for p in params)
+        self.batches, self.data_seconds = self._batches(args, device)
+        self.update_num = 0
+
+    def _batches(self, args, device):
+        """The first ``--batches`` full batches of the task's own iterator, and seconds per batch built."""
+        iterator = self.task.get_batch_iterator(
+            dataset=self.task.dataset("train"), max_tokens=None, max_sentences=args.batch_size,
+            max_positions=None, seed=args.seed, num_workers=0,
+        ).next_epoch_itr(shuffle=False)  # fmt: skip
+        batches, seconds = [], []
+        start = time.perf_counter()
+        for sample in iterator:
+            if sample["nsentences"] == args.batch_size:
+                batches.append(utils.move_to_cuda(sample) if device.type == "cuda" else sample)
+                seconds.append(time.perf_counter() - start)
+            if len(batches) == args.batches:
+                break
+            start = time.perf_counter()
+        if len(batches) < args.batches:
+            raise RuntimeError(f"{self.name}: only {len(batches)} full batches in the corpus")
+        return batches, statistics.median(seconds)
+
+    def update(self, sample) -> None:
+        """fairseq's update: task.train_step, gradients over the sample size, one Adam step."""
+        self.model.train()
+        self.optimizer.zero_grad()
+        _, sample_size, _ = self.task.train_step(
+            sample, self.model, self.criterion, self.optimizer, self.update_num
+        )
+        self.optimizer.multiply_grads(1.0 / float(sample_size))
+        self.optimizer.step()
+        self.update_num += 1
+
+    def run(self, updates: int) -> int:
+        """``updates`` updates over the cycled batches; returns the text tokens they trained on."""
+        tokens = 0
+        for _ in range(updates):
+            sample = self.batches[self.update_num % len(self.batches)]
+            self.update(sample)
+            tokens += int(sample["ntokens"])
+        return tokens
+
+    def shape(self):
+        """Padded sequence length and predicted tokens per batch (medians over the batches)."""
+        lengths, predicted = [], []
+        for sample in self.batches:
+            net_input = sample["net_input"]
+            tokens = net_input["tokens"] if "tokens" in net_input else net_input["src_tokens"]
+            lengths.append(tokens.size(1))
+            pad = self.task.source_dictionary.pad()
+            predicted.append(int(sample["target"].ne(pad).sum()))
+        return int(statistics.median(lengths)), statistics.median(predicted)
+
+
+def rss_kib(field: str) -> int:
+    """``VmRSS`` or ``VmHWM`` of this process in KiB (0 where /proc is missing)."""
+    try:
+        with open("/proc/self/status") as f:
+            for line in f:
+                if line.startswith(field + ":"):
+                    return int(line.split()[1])
+    except OSError:
+        pass
+    return 0
+
+
+def reset_peak_rss() -> bool:
+    """Reset the kernel's peak-RSS counter of this process (Linux: 5 > /proc/self/clear_refs)."""
+    try:
+        with open("/proc/self/clear_refs", "w") as f:
+            f.write("5")
+        return True
+    except OSError:
+        return False
+
+
+def memory_child(args) -> None:
+    """Runs one system alone and prints its peak RSS and what training added, as JSON."""
+    torch.set_num_threads(args.threads or os.cpu_count())
+    system = System(args.memory_child, args.data, args, torch.device("cpu"))
+    system.run(max(1, args.warmup) * args.updates)  # optimizer state and allocator caches exist now
+    before = rss_kib("VmRSS")
+    can_reset = reset_peak_rss()
+    system.run(args.updates)
+    peak = rss_kib("VmHWM")
+    print(json.dumps({"peak_mib": peak / 1024, "growth_mib": (peak - before) / 1024 if can_reset else None}))
+
+
+def cpu_memory(args, data: str) -> Dict[str, dict]:
+    """Each system alone in a child process: its peak RSS and growth during updates (MiB)."""
+    out = {}
+    script = os.path.abspath(__file__)
+    for name in args.systems:
+        cmd = [
+            sys.executable, script, "--memory-child", name, "--data", data,
+            "--layers", str(args.layers), "--dim", str(args.dim), "--ffn", str(args.ffn),
+            "--heads", str(args.heads), "--tokens", str(args.tokens),
+            "--batch-size", str(args.batch_size), "--mask-prob", str(args.mask_prob),
+            "--batches", str(args.batches), "--updates", str(args.updates),
+            "--warmup", str(args.warmup), "--threads", str(args.threads), "--vocab", str(args.vocab),
+            "--seed", str(args.seed),
+        ]  # fmt: skip
+        result = subprocess.run(cmd, check=True, capture_output=True, text=True)
+        out[name] = json.loads(result.stdout.strip().splitlines()[-1])
+    return out
+
+
+def run_rounds(systems: Dict[str, System], args, device, sync: Callable[[], None]):
+    """Seconds per update, tokens per update and (CUDA) peak bytes, per system and round."""
+    names = list(systems)
+    seconds = {n: [] for n in names}
+    words = {n: [] for n in names}
+    cpu_words = {n: [] for n in names}
+    peak = {n: 0 for n in names}
+    for r in range(args.warmup + args.rounds):
+        for name in names if r % 2 == 0 else names[::-1]:
+            system = systems[name]
+            if device.type == "cuda":
+                torch.cuda.reset_peak_memory_stats(device)
+            sync()
+            start, cpu_start = time.perf_counter(), time.process_time()
+            tokens = system.run(args.updates)
+            sync()
+            elapsed, cpu = time.perf_counter() - start, time.process_time() - cpu_start
+            if device.type == "cuda":
+                peak[name] = max(peak[name], torch.cuda.max_memory_allocated(device))
+            if r >= args.warmup:
+                seconds[name].append(elapsed / args.updates)
+                words[name].append(tokens / elapsed)
+                cpu_words[name].append(tokens / cpu)
+    return seconds, words, cpu_words, peak
+
+
+def profile_update(system: System, rows: int) -> None:
+    """torch profiler over one update: the most expensive ops by self CPU time."""
+    from torch.profiler import ProfilerActivity, profile
+
+    activities = [ProfilerActivity.CPU]
+    if torch.cuda.is_available() and next(system.model.parameters()).is_cuda:
+        activities.append(ProfilerActivity.CUDA)
+    system.run(1)
+    with profile(activities=activities) as prof:
+        system.run(1)
+    print()
+    print(f"profile: {LABELS[system.name]}, one update, top {rows} ops by self CPU time")
+    print(prof.key_averages().table(sort_by="self_cpu_time_total", row_limit=rows))
+
+
+def busy_warning(threads: int) -> str:
+    try:
+        others = os.getloadavg()[0]
+    except OSError:
+        return ""
+    cpus = os.cpu_count() or 1
+    if others + threads <= cpus + BUSY_MARGIN:
+        return ""
+    return (
+        f"WARNING: other processes were keeping ~{others:.1f} of {cpus} CPUs busy; with {threads} "
+        "threads the timings are contended (ratios are steadier than absolute figures)"
+    )
+
+
+def spread(values: List[float], digits: int) -> str:
+    return f"{min(values):.{digits}f}..{max(values):.{digits}f}"
+
+
+def ratio_row(label: str, values: List[float], target=None, at_most=True) -> None:
+    """One ratio line: median, target and verdict when there is one, per-round values."""
+    value = statistics.median(values)
+    verdict = ""
+    if target is not None:
+        passed = value <= target if at_most else value >= target
+        verdict = f"{('<= ' if at_most else '>= ') + str(target)}  {'PASS' if passed else 'FAIL'}"
+    per = " ".join(f"{v:.2f}" for v in values)
+    print(f"{label:<46}{value:>7.3f}  {verdict:<14}{per}")
+
+
+def report(systems, args, device, seconds, words, cpu_words, cuda_peak, memory) -> None:
+    """The table of systems and the ratios against RoBERTa."""
+    on_cpu = device.type != "cuda"
+    if not on_cpu:
+        mem = {n: cuda_peak[n] / 2**20 for n in args.systems}
+    elif memory is not None:
+        mem = {n: memory[n]["peak_mib"] for n in args.systems}
+    else:
+        mem = None
+    header = (
+        f"{'system':<24}{'params M':>9}{'padded L':>9}{'predicted':>10}{'data ms':>8}"
+        f"{'s/update':>9}{'min..max':>14}{'words/s':>9}{'vs RoBERTa':>11}"
+    )
+    if on_cpu:
+        header += f"{'words/CPU-s':>12}{'vs RoBERTa':>11}"
+        if memory is not None:
+            header += f"{'peak RSS MiB':>13}{'growth MiB':>11}"
+    else:
+        header += f"{'peak alloc MiB':>15}"
+    print()
+    print(header)
+    print("-" * len(header))
+
+    def per_round(values, name):
+        return [v / r for v, r in zip(values[name], values[ROBERTA])]
+
+    for name in args.systems:
+        system = systems[name]
+        length, predicted = system.shape()
+        line = (
+            f"{LABELS[name]:<24}{system.parameters / 1e6:>9.2f}{length:>9}{predicted:>10.0f}"
+            f"{system.data_seconds * 1e3:>8.1f}{statistics.median(seconds[name]):>9.3f}"
+            f"{spread(seconds[name], 3):>14}{statistics.median(words[name]):>9.0f}"
+            f"{statistics.median(per_round(words, name)):>11.2f}"
+        )
+        if on_cpu:
+            line += f"{statistics.median(cpu_words[name]):>12.0f}"
+            line += f"{statistics.median(per_round(cpu_words, name)):>11.2f}"
+            if memory is not None:
+                growth = memory[name]["growth_mib"]
+                line += f"{mem[name]:>13.0f}" + (f"{growth:>11.0f}" if growth is not None else f"{'n/a':>11}")
+        else:
+            line += f"{mem[name]:>15.0f}"
+        print(line)
+    print(
+        "(words/s: fairseq's wps, the batch's text tokens (sample['ntokens']) per second of update; "
+        "vs RoBERTa: median of per-round ratios; data ms: building one batch, outside the timing)"
+    )
+    if on_cpu:
+        print(
+            "(words/CPU-s: the same over the process's CPU time, which other processes' load "
+            "disturbs less than wall time)"
+        )
+        if memory is not None:
+            print(
+                "(peak RSS: the system alone in a child process; growth: peak RSS during the updates "
+                "over RSS before them: activations and gradients on top of the model and Adam state)"
+            )
+
+    print()
+    print(f"{'ratio':<46}{'median':>7}  {'target':<14}per round")
+    for name in args.systems[1:]:
+        target = AE_PER_ROBERTA_TARGET if name == AE else None
+        ratio_row(f"{LABELS[name]} / RoBERTa words/s", per_round(words, name), target, at_most=False)
+        if on_cpu:
+            ratio_row(f"{LABELS[name]} / RoBERTa words/CPU-s", per_round(cpu_words, name), target, False)
+    if mem is not None:
+        kind = "peak RSS" if on_cpu else "peak alloc"
+        for name in args.systems[1:]:
+            target = MEMORY_PER_ROBERTA_TARGET if name == AE else None
+            ratio_row(f"{LABELS[name]} / RoBERTa {kind}", [mem[name] / mem[ROBERTA]], target)
+        if on_cpu and all(memory[n]["growth_mib"] for n in args.systems):
+            for name in args.systems[1:]:
+                value = memory[name]["growth_mib"] / memory[ROBERTA]["growth_mib"]
+                ratio_row(f"{LABELS[name]} / RoBERTa RSS growth", [value])
+    print(f"load avg: {load_average()} (1/5/15 min) at end")
+
+
+def main(argv: Optional[List[str]] = None):
+    args = parse_args(argv)
+    logging.disable(logging.INFO)  # fairseq's and hydra's set-up chatter
+    warnings.filterwarnings("ignore")
+    if args.memory_child:
+        memory_child(args)
+        return
+    torch.set_num_threads(args.threads or os.cpu_count())
+    device = torch.device(args.device)
+    sync = torch.cuda.synchronize if device.type == "cuda" else (lambda: None)
+
+    with tempfile.TemporaryDirectory(prefix="bench_throughput_") as workdir:
+        data = args.data or binarize(workdir, args)
+        systems = {name: System(name, data, args, device) for name in args.systems}
+        print("unilm_fairseq training-throughput benchmark: UniLMv2 pre-training against fairseq RoBERTa")
+        print(machine_line(device))
+        print(f"plugin  : {PLUGIN_DIR}")
+        print(f"load avg: {load_average()} (1/5/15 min) at start")
+        busy = busy_warning(torch.get_num_threads())
+        print(
+            f"model   : {args.layers} layers, {args.dim} hidden, FFN {args.ffn}, {args.heads} heads, "
+            f"{args.tokens} positions, dropout 0.1, GELU, post-LN, tied LM head over predicted tokens; "
+            f"dictionary {len(systems[ROBERTA].task.source_dictionary)} symbols; Adam"
+        )
+        print(
+            f"data    : {args.batch_size} x {args.tokens}-token blocks of one binarized random-word corpus, "
+            f"{args.batches} batches per system cycled; mask prob {args.mask_prob} (80/10/10)"
+        )
+        print(
+            f"timing  : {args.warmup} warmup + {args.rounds} timed rounds of {args.updates} updates per "
+            "system, order reversed every round"
+        )
+        seconds, words, cpu_words, cuda_peak = run_rounds(systems, args, device, sync)
+        memory = cpu_memory(args, data) if device.type != "cuda" and not args.no_memory else None
+
+        report(systems, args, device, seconds, words, cpu_words, cuda_peak, memory)
+        if busy:
+            print(busy)
+        if args.profile:
+            for name in args.systems:
+                profile_update(systems[name], PROFILE_ROWS)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,71 @@
+"""scripts/gpu_check.sh without a GPU: its bash syntax; every benchmark it runs exists and takes its flags."""
+
+import os
+import re
+import shlex
+import subprocess
+import sys
+
+import pytest
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+SCRIPT = os.path.join(REPO, "scripts", "gpu_check.sh")
+BENCHMARK_CALL = re.compile(r"python (benchmarks/\w+\.py)((?: [^\n#|>&;]*)?)$", re.M)
+
+
+def benchmark_calls():
+    """``(script path, argument list)`` of every benchmark line in gpu_check.sh."""
+    with open(SCRIPT) as f:
+        text = f.read()
+    return [(path, shlex.split(args)) for path, args in BENCHMARK_CALL.findall(text)]
+
+
+def test_bash_syntax():
+    proc = subprocess.run(["bash", "-n", SCRIPT], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+
+
+def test_runs_the_three_benchmarks_on_cuda():
+    calls = benchmark_calls()
+    assert {path for path, _ in calls} == {
+        "benchmarks/bench_pmlm.py",
+        "benchmarks/bench_throughput.py",
+        "benchmarks/bench_decoding.py",
+    }
+    for path, argv in calls:
+        assert "--device" in argv and argv[argv.index("--device") + 1] == "cuda", path
+
+
+@pytest.mark.parametrize("path, argv", benchmark_calls(), ids=lambda v: v if isinstance(v, str) else "")
+def test_benchmark_accepts_the_flags(path, argv):
+    script = os.path.join(REPO, path)
+    assert os.path.isfile(script), path
+    proc = subprocess.run(
+        [sys.executable, script, "--help"],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        env=dict(os.environ, PYTHONPATH=REPO, OMP_NUM_THREADS="1"),
+        timeout=300,
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    # the options section only: the description above it may mention flags too
+    options = re.split(r"^(?:options|optional arguments):$", proc.stdout, flags=re.M)[-1]
+    known = set(re.findall(r"^\s+(?:-\w, )?(--[a-z][a-z0-9-]*)", options, re.M))
+    passed = [a for a in argv if a.startswith("--")]
+    assert passed, f"{path}: no flags found in the call"
+    assert [a for a in passed if a not in known] == []
+
+
+def test_selected_cuda_tests_exist():
+    with open(SCRIPT) as f:
+        selection = re.search(r'pytest[^\n]*-k \\\n\s*"([^"]+)"', f.read()).group(1)
+    names = selection.split(" or ")
+    assert len(names) == 3
+    sources = ""
+    for folder, _, files in os.walk(os.path.join(REPO, "tests")):
+        for name in files:
+            if name.endswith(".py"):
+                with open(os.path.join(folder, name)) as f:
+                    sources += f.read()
+    assert [n for n in names if f"def {n}(" not in sources] == []
