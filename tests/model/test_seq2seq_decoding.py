@@ -531,3 +531,19 @@ def test_unigram_ban_at_step_0_bans_nothing():
     tokens = torch.tensor([[EOS, PAD, PAD]])
     lprobs = PrefixNGramRepeatBlock(1)(tokens, torch.zeros(1, len(D)), bsz=1, beam_size=1, step=0)
     assert not lprobs.isinf().any()
+
+
+@pytest.mark.parametrize("method", seq2seq_layout.METHODS)
+def test_source_keys_and_values_without_the_last_layer_equal_the_full_encoding(method):
+    """Decoding encodes the source up to the last layer's keys and values only; those equal the full
+    encoding's, and the hidden states are then not computed at all."""
+    model = decoding_model(method)
+    src = collate(pairs_dataset(method))["net_input"]["src_tokens"]
+    with torch.no_grad():
+        full_hidden, full_kv, padding, positions = model.encoder.source_states(src)
+        hidden, kv, padding_kv, positions_kv = model.encoder.source_states(src, keys_values_only=True)
+    assert hidden is None and full_hidden is not None
+    assert torch.equal(padding, padding_kv) and torch.equal(positions, positions_kv)
+    assert len(kv) == len(full_kv) == len(model.encoder.transformer.layers)
+    for (k, v), (full_k, full_v) in zip(kv, full_kv):
+        assert torch.equal(k, full_k) and torch.equal(v, full_v)

@@ -113,7 +113,7 @@ class UniLMSourceEncoder(FairseqEncoder):
         self.method = FinetuneMethod(method)
         self.source_segment = segments[0]
 
-    def source_states(self, src_tokens: Tensor):
+    def source_states(self, src_tokens: Tensor, keys_values_only: bool = False):
         """The bidirectional encoding of the source segment (source segment, positions ``0..n-1``).
 
         The source segment is "[SOS] source [EOS]", except in the causal method, where it is
@@ -122,9 +122,12 @@ class UniLMSourceEncoder(FairseqEncoder):
 
         Args:
             src_tokens: ``(B, S)`` "[SOS] source [EOS]", padded on either side.
+            keys_values_only: leave out the last layer's attention and feed-forward: decoding reads
+                only the source's keys and values, and their last layer needs only its input.
         Returns:
-            final hidden states ``(B, S, C)``, per-layer ``(keys, values)``, ``padding`` and
-            ``positions`` ``(B, S)``; ``padding`` is True outside the source segment.
+            final hidden states ``(B, S, C)`` (None with ``keys_values_only``), per-layer
+            ``(keys, values)``, ``padding`` and ``positions`` ``(B, S)``; ``padding`` is True outside
+            the source segment.
         """
         padding = src_tokens.eq(self.dictionary.pad())
         if self.method == FinetuneMethod.CAUSAL:
@@ -132,8 +135,9 @@ class UniLMSourceEncoder(FairseqEncoder):
         positions = source_positions(padding)
         segments = torch.full_like(src_tokens, self.source_segment)
         hidden, kv = self.transformer(
-            src_tokens, segments, positions, masks.padded_bidirectional_mask(padding)
-        )
+            src_tokens, segments, positions, masks.padded_bidirectional_mask(padding),
+            keys_values_only=keys_values_only,
+        )  # fmt: skip
         return hidden, kv, padding, positions
 
     def forward(self, src_tokens: Tensor, src_lengths: Optional[Tensor] = None, **unused):
@@ -148,7 +152,7 @@ class UniLMSourceEncoder(FairseqEncoder):
             ``(B, S)`` of the source segment (:meth:`source_states`); ``lengths`` ``(B,)``, its
             length, which is the first target position.
         """
-        _, kv, padding, positions = self.source_states(src_tokens)
+        _, kv, padding, positions = self.source_states(src_tokens, keys_values_only=True)
         batch = torch.arange(src_tokens.size(0), device=src_tokens.device)
         return {
             "keys": [k for k, _ in kv],

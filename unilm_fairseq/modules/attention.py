@@ -65,6 +65,10 @@ class BiasedSelfAttention(nn.Module):
         bsz, length, _ = x.shape
         return x.view(bsz, length, self.num_heads, self.head_dim).transpose(1, 2)
 
+    def keys_values(self, x: Tensor) -> KeyValue:
+        """``(keys, values)`` ``(B, H, T, C/H)`` of ``(B, T, C)`` inputs, as :meth:`forward` caches them."""
+        return self._heads(self.k_proj(x)), self._heads(self.v_proj(x))
+
     def forward(
         self,
         x: Tensor,
@@ -86,9 +90,7 @@ class BiasedSelfAttention(nn.Module):
             ``(B, T, C)`` output and this call's ``(keys, values)`` ``(B, H, T, C/H)``.
         """
         q = self._heads(self.q_proj(x))  # B x H x T x D
-        k = self._heads(self.k_proj(x))
-        v = self._heads(self.v_proj(x))
-        new_kv = (k, v)
+        new_kv = k, v = self.keys_values(x)
         if prefix is not None:
             k = torch.cat([prefix[0], k], dim=2)
             v = torch.cat([prefix[1], v], dim=2)

@@ -228,7 +228,8 @@ class UniLMTransformer(nn.Module):
         prefix: Optional[List[KeyValue]] = None,
         prefix_positions: Optional[Tensor] = None,
         shared: Optional[List[KeyValue]] = None,
-    ) -> Tuple[Tensor, List[KeyValue]]:
+        keys_values_only: bool = False,
+    ) -> Tuple[Optional[Tensor], List[KeyValue]]:
         """
         Args:
             tokens, segments, positions: ``(B, T)`` long.
@@ -237,8 +238,11 @@ class UniLMTransformer(nn.Module):
             prefix_positions: ``(B, S+P)`` position ids of the shared and cached keys.
             shared: per-layer ``(keys, values)`` ``(G, H, S, D)``, each seen by ``B / G``
                 consecutive rows (the source of a sentence, shared by its beam hypotheses).
+            keys_values_only: skip the last layer's attention and feed-forward, which only its hidden
+                states need (cached decoding of a source reads the keys and values alone).
         Returns:
-            hidden states ``(B, T, C)`` and per-layer ``(keys, values)`` of this call's tokens.
+            hidden states ``(B, T, C)`` (None with ``keys_values_only``) and per-layer
+            ``(keys, values)`` of this call's tokens.
         """
         key_positions = positions if prefix_positions is None else torch.cat([prefix_positions, positions], 1)
         if visible.shape != (tokens.size(0), tokens.size(1), key_positions.size(1)):
@@ -251,7 +255,7 @@ class UniLMTransformer(nn.Module):
         # no recomputation without a backward pass (validation, decoding with cached keys)
         checkpoint = self.checkpoint_activations and torch.is_grad_enabled()
         new_kv = []
-        for i, layer in enumerate(self.layers):
+        for i, layer in enumerate(self.layers[: len(self.layers) - 1 if keys_values_only else None]):
             layer_prefix = None if prefix is None else prefix[i]
             inputs = (x, attn_bias, layer_prefix, None if shared is None else shared[i])
             if checkpoint:
@@ -260,6 +264,9 @@ class UniLMTransformer(nn.Module):
             else:
                 x, kv = layer(*inputs)
             new_kv.append(kv)
+        if keys_values_only:  # the last layer: only what a later token reads
+            new_kv.append(self.layers[-1].self_attn.keys_values(x))
+            return None, new_kv
         return x, new_kv
 
     def forward_after_context(
