@@ -1,4 +1,5 @@
-"""What the benchmark scripts share: a random-word dictionary and a description of the machine."""
+"""What the benchmark scripts share: a random-word dictionary, a description of the machine and a warning
+when it is busy."""
 
 import os
 import platform
@@ -44,4 +45,23 @@ def machine_line(device: torch.device) -> str:
         f"({torch.get_num_threads()} threads), fairseq {fairseq.__version__}, "
         f"python {platform.python_version()}, device {device}"
         + (f" ({torch.cuda.get_device_name(device)})" if device.type == "cuda" else "")
+    )
+
+
+BUSY_MARGIN = 0.5  # load-average slack (CPUs) before a run is reported as contended
+
+
+def busy_warning(threads: int, consequence: str) -> str:
+    """A warning when other processes already keep CPUs busy (1-minute load before the run starts);
+    ``consequence`` says what that does to this benchmark's figures."""
+    try:
+        others = os.getloadavg()[0]
+    except OSError:
+        return ""
+    cpus = os.cpu_count() or 1
+    if others + threads <= cpus + BUSY_MARGIN:
+        return ""
+    return (
+        f"WARNING: other processes were keeping ~{others:.1f} of {cpus} CPUs busy; with {threads} "
+        f"threads the timings are contended {consequence}"
     )

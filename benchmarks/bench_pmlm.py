@@ -43,7 +43,7 @@ from typing import Callable, Dict, List
 
 import numpy as np
 import torch
-from bench_common import build_dictionary, load_average, machine_line
+from bench_common import build_dictionary, busy_warning, load_average, machine_line
 from fairseq.data import Dictionary, ListDataset, data_utils
 from fairseq.models import ARCH_CONFIG_REGISTRY, ARCH_MODEL_INV_REGISTRY
 
@@ -60,7 +60,6 @@ NAIVE_PER_PMLM_TARGET = 10.0  # naive PAR step / PMLM step, at least
 CHECK_TOLERANCE = 1e-3
 SENTENCE_LENGTHS = (8, 40)  # words per random sentence, inclusive
 LEARNING_RATE = 1e-4
-BUSY_MARGIN = 0.5  # load-average slack (CPUs) before a run is reported as contended
 
 AE, PMLM, NAIVE = "AE only", "AE+PAR (PMLM)", "naive PAR"
 
@@ -251,22 +250,6 @@ def run_interleaved(model, optimizer, batches, rebuild, args, sync):
     return times, data_times
 
 
-def busy_warning(threads: int) -> str:
-    """A warning when other processes already keep CPUs busy (1-minute load before we start)."""
-    try:
-        others = os.getloadavg()[0]
-    except OSError:
-        return ""
-    cpus = os.cpu_count() or 1
-    if others + threads <= cpus + BUSY_MARGIN:
-        return ""
-    return (
-        f"WARNING: other processes were keeping ~{others:.1f} of {cpus} CPUs busy; with {threads} "
-        f"threads the timings are contended and the ratios unreliable (rerun when idle"
-        + (", or with --threads 1)" if threads > 1 else ")")
-    )
-
-
 def describe_lengths(values: List[int]) -> str:
     return "/".join(str(v) for v in values)
 
@@ -310,7 +293,11 @@ def main():
     print("unilm_fairseq PMLM train-step benchmark")
     print(machine_line(device))
     print(f"load avg: {load_average()} (1/5/15 min) at start")
-    busy = busy_warning(torch.get_num_threads())
+    threads = torch.get_num_threads()
+    busy = busy_warning(
+        threads,
+        "and the ratios unreliable (rerun when idle" + (", or with --threads 1)" if threads > 1 else ")"),
+    )
     print(
         f"model   : {args.arch}: {cfg.encoder_layers} layers, {cfg.encoder_embed_dim} hidden, "
         f"{cfg.encoder_attention_heads} heads, FFN {cfg.encoder_ffn_embed_dim}, dropout {cfg.dropout}, "

@@ -68,7 +68,7 @@ from typing import Callable, Dict, List, Optional
 
 import numpy as np
 import torch
-from bench_common import load_average, machine_line
+from bench_common import busy_warning, load_average, machine_line
 from fairseq import optim, options, tasks, utils
 from fairseq.dataclass.utils import convert_namespace_to_omegaconf
 
@@ -82,7 +82,6 @@ SENTENCE_LENGTHS = (8, 40)  # words per sentence, inclusive
 DOCUMENT_SENTENCES = 60  # sentences per document: long documents, so blocks are full
 ZIPF_EXPONENT = 1.1
 PROFILE_ROWS = 20
-BUSY_MARGIN = 0.5  # load-average slack (CPUs) before a run is reported as contended
 
 ROBERTA, AE, AE_NOREL, PMLM = "roberta", "ae", "ae-norel", "pmlm"
 SYSTEMS = (ROBERTA, AE, AE_NOREL, PMLM)
@@ -359,20 +358,6 @@ def profile_update(system: System, rows: int) -> None:
     print(prof.key_averages().table(sort_by="self_cpu_time_total", row_limit=rows))
 
 
-def busy_warning(threads: int) -> str:
-    try:
-        others = os.getloadavg()[0]
-    except OSError:
-        return ""
-    cpus = os.cpu_count() or 1
-    if others + threads <= cpus + BUSY_MARGIN:
-        return ""
-    return (
-        f"WARNING: other processes were keeping ~{others:.1f} of {cpus} CPUs busy; with {threads} "
-        "threads the timings are contended (ratios are steadier than absolute figures)"
-    )
-
-
 def spread(values: List[float], digits: int) -> str:
     return f"{min(values):.{digits}f}..{max(values):.{digits}f}"
 
@@ -484,7 +469,7 @@ def main(argv: Optional[List[str]] = None):
         print(machine_line(device))
         print(f"plugin  : {PLUGIN_DIR}")
         print(f"load avg: {load_average()} (1/5/15 min) at start")
-        busy = busy_warning(torch.get_num_threads())
+        busy = busy_warning(torch.get_num_threads(), "(ratios are steadier than absolute figures)")
         print(
             f"model   : {args.layers} layers, {args.dim} hidden, FFN {args.ffn}, {args.heads} heads, "
             f"{args.tokens} positions, dropout 0.1, GELU, post-LN, tied LM head over predicted tokens; "

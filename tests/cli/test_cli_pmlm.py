@@ -11,7 +11,7 @@ import pytest
 import torch
 from fairseq import checkpoint_utils
 
-from ..helpers.cli import REPO, run_cli, train_records
+from ..helpers.cli import REPO, binarize_austen, run_cli, train_records
 
 pytestmark = pytest.mark.slow
 
@@ -25,13 +25,7 @@ TRAIN_COMMON = [
 
 @pytest.fixture(scope="module")
 def data_bin(tmp_path_factory):
-    work = tmp_path_factory.mktemp("pmlm")
-    run_cli(["python", os.path.join(REPO, "scripts", "prepare_corpus.py"), "--out", str(work / "text"),
-             "--max-docs", "6", "--valid-docs", "1", "--vocab-size", "1000"])  # fmt: skip
-    run_cli(["fairseq-preprocess", "--only-source", "--trainpref", str(work / "text" / "train.spm"),
-             "--validpref", str(work / "text" / "valid.spm"), "--destdir", str(work / "bin"),
-             "--workers", "1"])  # fmt: skip
-    return work
+    return binarize_austen(tmp_path_factory.mktemp("pmlm"))
 
 
 def test_train_resume_validate(data_bin):

@@ -17,7 +17,7 @@ from fairseq.data import data_utils
 from unilm_fairseq import UniLMModel
 from unilm_fairseq.models.unilmv2 import SEGMENT_TABLE
 
-from ..helpers.cli import REPO, run_cli, train_records
+from ..helpers.cli import REPO, binarize_austen, run_cli, train_records
 
 pytestmark = pytest.mark.slow
 
@@ -32,13 +32,7 @@ TRAIN_COMMON = [
 
 @pytest.fixture(scope="module")
 def data_bin(tmp_path_factory):
-    work = tmp_path_factory.mktemp("unilm_v1")
-    run_cli(["python", os.path.join(REPO, "scripts", "prepare_corpus.py"), "--out", str(work / "text"),
-             "--max-docs", "6", "--valid-docs", "1", "--vocab-size", "1000"])  # fmt: skip
-    run_cli(["fairseq-preprocess", "--only-source", "--trainpref", str(work / "text" / "train.spm"),
-             "--validpref", str(work / "text" / "valid.spm"), "--destdir", str(work / "bin"),
-             "--workers", "1"])  # fmt: skip
-    return work
+    return binarize_austen(tmp_path_factory.mktemp("unilm_v1"))
 
 
 def test_train_logs_every_objective_and_loss_falls(data_bin):

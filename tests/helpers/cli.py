@@ -1,4 +1,5 @@
-"""Running this environment's console scripts (``fairseq-train`` ...) and reading their training records."""
+"""Running this environment's console scripts (``fairseq-train`` ...), binarizing small corpora for them, and
+reading their training records."""
 
 import os
 import re
@@ -37,3 +38,23 @@ def train_records(stdout):
         for line in stdout.splitlines()
         if "| train_inner |" in line
     ]
+
+
+def binarize(work, lines):
+    """``lines`` (one sentence per line, empty lines between documents) binarized into ``work/bin``."""
+    raw = work / "train.txt"
+    raw.write_text("\n".join(lines) + "\n")
+    run_cli(["fairseq-preprocess", "--only-source", "--trainpref", str(raw), "--destdir", str(work / "bin"),
+             "--workers", "1"])  # fmt: skip
+    return work / "bin"
+
+
+def binarize_austen(work):
+    """Six documents of the embedded corpus, sentencepiece-encoded (a 1000-piece vocabulary) into
+    ``work/text`` and binarized with one held-out document into ``work/bin``; returns ``work``."""
+    run_cli(["python", os.path.join(REPO, "scripts", "prepare_corpus.py"), "--out", str(work / "text"),
+             "--max-docs", "6", "--valid-docs", "1", "--vocab-size", "1000"])  # fmt: skip
+    run_cli(["fairseq-preprocess", "--only-source", "--trainpref", str(work / "text" / "train.spm"),
+             "--validpref", str(work / "text" / "valid.spm"), "--destdir", str(work / "bin"),
+             "--workers", "1"])  # fmt: skip
+    return work

@@ -9,15 +9,7 @@ import torch
 from unilm_fairseq.criterions.palm import PALMCriterion
 from unilm_fairseq.tasks.palm_pretrain import PALMPretrainConfig, PALMPretrainTask
 
-from ..helpers.cli import run_cli
-
-
-def binarize(work, lines):
-    raw = work / "train.txt"
-    raw.write_text("\n".join(lines) + "\n")
-    run_cli(["fairseq-preprocess", "--only-source", "--trainpref", str(raw), "--destdir", str(work / "bin"),
-             "--workers", "1"])  # fmt: skip
-    return work / "bin"
+from ..helpers.cli import binarize
 
 
 @pytest.fixture(scope="module")

@@ -17,19 +17,11 @@ from unilm_fairseq.data.pretraining.unilm_objectives import BIDIRECTIONAL, NO_NS
 from unilm_fairseq.models.unilmv2 import SEGMENT_TABLE
 from unilm_fairseq.tasks.unilm import UniLMConfig, UniLMTask
 
-from ..helpers.cli import run_cli
+from ..helpers.cli import binarize
 from ..helpers.models import make_dictionary, save_checkpoint, tiny_config, tiny_model
 from ..helpers.unilm_v1 import PAPER_WEIGHTS, objective_dataset, synthetic_corpus
 
 LONG_SENTENCE = " ".join(f"w{i % 30}" for i in range(80))
-
-
-def binarize(work, lines):
-    raw = work / "train.txt"
-    raw.write_text("\n".join(lines) + "\n")
-    run_cli(["fairseq-preprocess", "--only-source", "--trainpref", str(raw), "--destdir", str(work / "bin"),
-             "--workers", "1"])  # fmt: skip
-    return work / "bin"
 
 
 @pytest.fixture(scope="module")
