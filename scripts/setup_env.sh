@@ -78,5 +78,15 @@ if [ -n "$EXTRAS" ] && ! perl -MXML::DOM -MXML::Parser -MDB_File -e 1 2>/dev/nul
     say "the perl ROUGE-1.5.5 tests need perl's XML::DOM: as root, apt-get install -y libxml-dom-perl"
   fi
 fi
+# fairseq requires torchaudio, and pip picks the newest one (any install above may bring it back). It is
+# built for another torch (none exists for torch 2.13), cannot load, and breaks every `import transformers`
+# that probes for it. Only fairseq's speech examples import it, so a torchaudio that cannot load is removed.
+if python -c "import importlib.util as u; assert u.find_spec('torchaudio')" 2>/dev/null \
+  && ! python -c "import torchaudio" 2>/dev/null; then
+  say "removing torchaudio $(python -c "import importlib.metadata as m; print(m.version('torchaudio'))"):" \
+    "built for another torch, it cannot load beside torch $(python -c "import torch; print(torch.__version__)")"
+  python -m pip uninstall -y -q torchaudio
+fi
+
 python -c "import unilm_fairseq, fairseq, torch; print('[setup] ready: unilm_fairseq', \
 unilm_fairseq.__version__, '| fairseq', fairseq.__version__, '| torch', torch.__version__)"

@@ -1,14 +1,11 @@
 """Tiny Hugging Face models and vocabularies for the checkpoint-import tests (nothing is downloaded).
 
-Importing this module makes ``transformers`` usable offline in this environment:
-the network is switched off, and ``torchaudio`` (pulled in by fairseq as a CUDA
-build that fails to load next to the CPU torch) is hidden so that
-``transformers`` does not try to import it; text models never use it.
+Importing this module switches ``transformers`` to offline mode. Nothing is hidden from it: the set-up
+removes a ``torchaudio`` that cannot load (tests/unit/test_environment.py checks the environment).
 """
 
 import json
 import os
-import sys
 from typing import Dict, List
 
 import torch
@@ -16,7 +13,6 @@ from torch import Tensor
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
-sys.modules.setdefault("torchaudio", None)  # find_spec() then reports it missing
 
 from fairseq import checkpoint_utils  # noqa: E402
 

@@ -17,6 +17,7 @@ import unicodedata
 
 import pytest
 from fairseq.data.encoders import build_bpe
+from transformers.models.bert import tokenization_bert
 
 from unilm_fairseq.encoders.wordpiece_tokenizer import (
     CJK_RANGES,
@@ -33,9 +34,6 @@ from unilm_fairseq.prepare.seq2seq_sources import make_tokenizer
 from unilm_fairseq.qa.offset_tokenizers import WordPieceOffsets
 
 from ..helpers.cli import REPO, run_cli
-
-sys.modules.setdefault("torchaudio", None)  # a broken torchaudio must not break the transformers import
-from transformers.models.bert import tokenization_bert  # noqa: E402
 
 try:  # transformers 5: the Python tokenizer is BertTokenizerLegacy, BertTokenizer is tokenizers-backed
     from transformers.models.bert.tokenization_bert_legacy import BertTokenizerLegacy as PythonBertTokenizer
