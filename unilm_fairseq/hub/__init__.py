@@ -1,4 +1,4 @@
-"""The Python APIs: load a checkpoint in one call, then encode, generate and extract features.
+"""The Python APIs: load a checkpoint in one call, then encode, generate, score and extract features.
 
 :class:`UniLMHubInterface` serves ``unilmv2`` checkpoints (``UniLMModel`` is its other name) and
 :class:`PALMHubInterface` ``palm`` ones. ``UniLMv2Model.from_pretrained`` and ``PALMModel.from_pretrained``

@@ -1,4 +1,5 @@
-"""Python API for ``palm`` checkpoints: load in one call, then generate continuations or answers from text.
+"""Python API for ``palm`` checkpoints: load in one call, then generate continuations or answers from text,
+or score given ones.
 
     from unilm_fairseq import PALMHubInterface
     palm = PALMHubInterface.from_pretrained("checkpoints", checkpoint_file="checkpoint_best.pt",
@@ -7,23 +8,45 @@
     palm.generate(["a context to continue"], beam=5, lenpen=1.0, no_repeat_ngram_size=3)
     palm.generate(["a context"], beam=5, lenpen=1.0, lenpen_style="gnmt", no_repeat_ngram_size=3,
                   no_repeat_ngram_exempt=["."])  # palm_seq2seq's --lenpen-style, --no-repeat-ngram-exempt
+    palm.score(["a context"], ["its continuation"])  # log-probabilities of the pointer-generator
 
 ``PALMModel.from_pretrained(...)`` returns the same object. Batches go through the task's
 ``build_dataset_for_inference`` and ``inference_step``, the path of ``fairseq-interactive`` (see
-:class:`unilm_fairseq.hub.UniLMHubInterface`, whose loading, encoding and generation it shares).
+:class:`unilm_fairseq.hub.UniLMHubInterface`, whose loading, encoding, generation and scoring it shares).
 """
 
-from typing import Union
+from typing import Dict, List, Union
 
+import numpy as np
 import torch
-from fairseq.data import data_utils
-from torch import Tensor
+from fairseq.data import LanguagePairDataset, data_utils
+from torch import Tensor, nn
 
 from .unilm import Tokens, UniLMHubInterface
 
 
 class PALMHubInterface(UniLMHubInterface):
-    """A loaded ``palm`` model (``--task palm_seq2seq``) with its dictionary and text encoder."""
+    """A loaded ``palm`` model (``--task palm_seq2seq``) with its dictionary and text encoder.
+
+    :meth:`score` reads each target token's log-probability from the training forward of fairseq's
+    translation data (``prev_output_tokens`` = ``</s>`` then the target without its last token) under
+    the pointer-generator's distribution (``get_normalized_probs``), as ``label_smoothed_cross_entropy``
+    does; sources and targets beyond the model's positions are an error, not truncated.
+    """
+
+    def _scoring_dataset(self, model: nn.Module, sources: List[Tensor], targets: List[Tensor]):
+        return LanguagePairDataset(
+            sources, np.array([len(s) for s in sources]), self.src_dict,
+            targets, np.array([len(t) for t in targets]), self.tgt_dict,
+            left_pad_source=self.task.cfg.left_pad_source, left_pad_target=self.task.cfg.left_pad_target,
+        )  # fmt: skip
+
+    def _target_log_probs(self, model: nn.Module, batch: Dict) -> List[Tensor]:
+        net_output = model(**batch["net_input"])
+        lprobs = model.get_normalized_probs(net_output, log_probs=True)  # B x T x V float32
+        target = batch["target"]
+        picked = lprobs.gather(-1, target.unsqueeze(-1)).squeeze(-1)  # B x T
+        return [row[real] for row, real in zip(picked, target.ne(self.tgt_dict.pad()))]
 
     def extract_features(self, tokens: Union[str, Tokens]) -> Tensor:
         """The encoder's final states ``h_l`` (what the decoder and the pointer read).

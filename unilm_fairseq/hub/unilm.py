@@ -1,4 +1,4 @@
-"""Python API: load a fine-tuned checkpoint in one call, then encode, generate and extract features.
+"""Python API: load a fine-tuned checkpoint in one call, then encode, generate, score and extract features.
 
     from unilm_fairseq import UniLMHubInterface
     unilm = UniLMHubInterface.from_pretrained("checkpoints", checkpoint_file="checkpoint_best.pt",
@@ -7,26 +7,36 @@
     unilm.generate(["a source text", "another one"], beam=5, lenpen=0.9, no_repeat_ngram_size=3)
     unilm.generate(["a source text"], beam=5, lenpen=0.9, lenpen_style="gnmt", no_repeat_ngram_size=3,
                    no_repeat_ngram_exempt=["."])  # the papers' decoding conventions
+    unilm.generate([unilm.encode("a source text")], beam=5, nbest=3)  # 3 hypothesis dicts with scores
+    unilm.score(["a source text"], ["its target"])  # [{"positional_scores", "score", "log_prob", "tokens"}]
 
 The interface is fairseq's :class:`~fairseq.hub_utils.GeneratorHubInterface` (like ``BARTHubInterface``):
 batches go through the task's ``build_dataset_for_inference`` and ``inference_step``, exactly the path of
 ``fairseq-interactive``, so the same inputs and options give the same hypotheses as ``fairseq-generate``
-and ``fairseq-interactive``. It is an ``nn.Module``: ``.cuda()``, ``.to(device)`` and ``.half()`` move the
-model, and inputs follow it. ``UniLMv2Model.from_pretrained(...)`` returns the same object; ``UniLMModel``
-is another name of the class.
+and ``fairseq-interactive``. :meth:`UniLMHubInterface.score` computes the log-probabilities of given
+targets through the training forward of the checkpoint's fine-tuning method, which are those decoding
+assigns. It is an ``nn.Module``: ``.cuda()``, ``.to(device)``, ``.half()``, ``.float()`` and ``.cpu()`` move
+or cast the model, and inputs follow it. ``UniLMv2Model.from_pretrained(...)`` returns the same object;
+``UniLMModel`` is another name of the class.
 """
 
 import copy
 import logging
+import math
 import os
-from typing import Dict, List, Optional, Sequence, Union
+from typing import Dict, List, Optional, Sequence, Tuple, Union
 
+import numpy as np
 import torch
+import torch.nn.functional as F
 from fairseq import hub_utils, utils
-from fairseq.data import data_utils
+from fairseq.data import FairseqDataset, ListDataset, data_utils
 from fairseq.hub_utils import GeneratorHubInterface
 from omegaconf import open_dict
-from torch import Tensor
+from torch import Tensor, nn
+
+from ..data.seq2seq.seq2seq_dataset import SOURCE_SPECIALS, Seq2SeqDataset
+from ..seq2seq_layout import FinetuneMethod
 
 logger = logging.getLogger(__name__)
 
@@ -46,6 +56,7 @@ REMOTE = ("http://", "https://")
 
 Text = Union[str, Sequence[str]]
 Tokens = Union[Tensor, Sequence[Tensor]]
+Inputs = Union[str, Tensor, Sequence[Union[str, Tensor]]]
 
 
 class UniLMHubInterface(GeneratorHubInterface):
@@ -129,12 +140,22 @@ class UniLMHubInterface(GeneratorHubInterface):
         default to the checkpoint's dataset settings. ``lenpen_style`` (``"fairseq"`` or ``"gnmt"``) and
         ``no_repeat_ngram_exempt`` (dictionary symbols, e.g. ``["."]``) are the task's
         ``--lenpen-style`` and ``--no-repeat-ngram-exempt`` for this call; unset, the task's values hold.
+        ``nbest`` hypotheses per input come back, best first; beam search (or sampling) keeps ``beam`` of
+        them, so ``nbest`` must be between 1 and ``beam`` (a ``ValueError`` otherwise).
 
         Returns:
             for a string, its best hypothesis as text (a list of ``nbest`` texts when ``nbest > 1``); for a
             list of strings, one such result per string, in input order. For ids (a ``(T,)`` tensor as
-            :meth:`encode` returns, or a list of them), fairseq's hypothesis dicts instead of texts.
+            :meth:`encode` returns, or a list of them), a list of ``nbest`` fairseq hypothesis dicts per
+            input instead of texts: ``tokens`` (ending with ``</s>``), ``score`` (the generator's, length
+            penalty included), ``positional_scores`` (the log-probability of each token, natural log),
+            ``alignment`` and ``attention``.
         """
+        if not 1 <= nbest <= beam:
+            raise ValueError(
+                f"nbest={nbest} needs 1 <= nbest <= beam (beam={beam}): the search keeps beam hypotheses "
+                "per input"
+            )
         single = isinstance(inputs, str) or (torch.is_tensor(inputs) and inputs.dim() == 1)
         if single:
             inputs = [inputs]
@@ -148,14 +169,16 @@ class UniLMHubInterface(GeneratorHubInterface):
         # task options: passed only when given, so tasks without them keep working
         conventions = {"lenpen_style": lenpen_style, "no_repeat_ngram_exempt": no_repeat_ngram_exempt}
         conventions = {key: value for key, value in conventions.items() if value is not None}
-        hypotheses = self._generate_tokens(tokens, options, batch_size, max_tokens, conventions)
+        hypotheses = [
+            h[:nbest] for h in self._generate_tokens(tokens, options, batch_size, max_tokens, conventions)
+        ]
         if verbose:
             for source, hypos in zip(tokens, hypotheses):
                 logger.info("S\t%s", self.string(source))
                 for hypo in hypos:
                     logger.info("H\t%.4f\t%s", hypo["score"], self.decode(hypo["tokens"]))
         if texts:
-            decoded = [[self.decode(h["tokens"]) for h in hypos[:nbest]] for hypos in hypotheses]
+            decoded = [[self.decode(h["tokens"]) for h in hypos] for hypos in hypotheses]
             hypotheses = [d[0] for d in decoded] if nbest == 1 else decoded
         return hypotheses[0] if single else hypotheses
 
@@ -177,19 +200,142 @@ class UniLMHubInterface(GeneratorHubInterface):
                 setattr(gen_cfg, key, value)
         generator = self.task.build_generator(self.models, gen_cfg, **conventions)
         dataset = self.task.build_dataset_for_inference(tokens, [t.numel() for t in tokens])
-        batches = self.task.get_batch_iterator(
-            dataset=dataset,
-            max_tokens=max_tokens if max_tokens or batch_size else self.cfg.dataset.max_tokens,
-            max_sentences=batch_size if max_tokens or batch_size else self.cfg.dataset.batch_size,
-            max_positions=self.max_positions,
-            disable_iterator_cache=True,
-        ).next_epoch_itr(shuffle=False)
         results = {}
-        for batch in batches:
-            batch = utils.apply_to_sample(lambda t: t.to(self.device), batch)
+        for batch in self._batches(dataset, batch_size, max_tokens):
             hypotheses = self.task.inference_step(generator, self.models, batch)
             results.update(zip(batch["id"].tolist(), hypotheses))
         return [results[i] for i in range(len(tokens))]
+
+    def _batches(self, dataset: FairseqDataset, batch_size: Optional[int], max_tokens: Optional[int]):
+        """``dataset``'s batches on the model's device, in the task's order (each item keeps its ``id``);
+        ``batch_size``/``max_tokens`` default to the checkpoint's dataset settings."""
+        given = bool(max_tokens or batch_size)
+        batches = self.task.get_batch_iterator(
+            dataset=dataset,
+            max_tokens=max_tokens if given else self.cfg.dataset.max_tokens,
+            max_sentences=batch_size if given else self.cfg.dataset.batch_size,
+            max_positions=self.max_positions,
+            disable_iterator_cache=True,
+        ).next_epoch_itr(shuffle=False)
+        for batch in batches:
+            yield utils.apply_to_sample(lambda t: t.to(self.device), batch)
+
+    def score(
+        self,
+        sources: Inputs,
+        targets: Inputs,
+        batch_size: Optional[int] = None,
+        max_tokens: Optional[int] = None,
+    ) -> Union[Dict[str, Tensor], List[Dict[str, Tensor]]]:
+        """The log-probability of each target given its source, token by token, in batches.
+
+        Each target token's log-probability is read where the training forward of the checkpoint's
+        fine-tuning method predicts it, with the context decoding gives it: the source and the target
+        tokens before it. Causal: the causal layout (its start token and ``t_1 .. t_{n-1}`` fed, each
+        predicting the next). Pseudo-masked: the pseudo-masked layout without target noise (``[P]`` j
+        predicts ``t_j``). Masked: the same layout, whose ``[P]`` is the ``[M]`` the masked method decodes
+        with: what a masked training example predicts at ``j`` when ``t_j`` is its only ``[M]``. These are
+        the log-probabilities :meth:`generate` reports for the same tokens (``positional_scores``).
+        Sources are truncated to ``max_source_positions`` as in generation; a target longer than
+        ``max_target_positions`` (its ``</s>`` included) is a ``ValueError``. An ensemble's
+        probabilities are averaged, as fairseq's ensembles do.
+
+        Args:
+            sources, targets: raw text (encoded by :meth:`encode`) or ids ``(T,)`` ending with ``</s>``
+                as :meth:`encode` returns them (a hypothesis' ``tokens`` too), or equal-length lists of
+                either.
+            batch_size, max_tokens: as in :meth:`generate`.
+        Returns:
+            per pair (one dict for a single source and target, else a list in input order): ``tokens``,
+            the target ids ``(T,)``; ``positional_scores`` ``(T,)`` float32, ``log p(t_j | source,
+            t_<j)`` in natural log, the final ``</s>`` included; ``score``, their mean (fairseq's
+            convention, a hypothesis' ``score`` without a length penalty); ``log_prob``, their sum,
+            ``log p(target | source)``. Tensors are on the CPU.
+        """
+        src, single = self._as_ids(sources, "sources")
+        tgt, single_target = self._as_ids(targets, "targets")
+        if single != single_target or len(src) != len(tgt):
+            raise ValueError(
+                f"score() takes as many targets as sources: got {len(src)} source(s) and {len(tgt)} target(s)"
+            )
+        per_model = [self._model_log_probs(model, src, tgt, batch_size, max_tokens) for model in self.models]
+        results = []
+        for i, target in enumerate(tgt):
+            lprobs = torch.stack([scores[i] for scores in per_model])  # models x T
+            positional = torch.logsumexp(lprobs, 0) - math.log(len(per_model))
+            results.append(
+                {
+                    "tokens": target,
+                    "positional_scores": positional,
+                    "score": positional.mean(),
+                    "log_prob": positional.sum(),
+                }
+            )
+        return results[0] if single else results
+
+    def _as_ids(self, inputs: Inputs, name: str) -> Tuple[List[Tensor], bool]:
+        """Texts or ids (ending with ``</s>``) -> ids on the CPU, and whether one input was given."""
+        single = isinstance(inputs, str) or (torch.is_tensor(inputs) and inputs.dim() == 1)
+        ids = []
+        for i, item in enumerate([inputs] if single else inputs):
+            if isinstance(item, str):
+                item = self.encode(item)
+            elif not (torch.is_tensor(item) and item.dim() == 1 and not item.is_floating_point()):
+                raise TypeError(f"{name}[{i}]: expected a string or a 1-D tensor of ids, got {item!r}")
+            if item.numel() == 0 or int(item[-1]) != self.src_dict.eos():
+                raise ValueError(f"{name}[{i}] does not end with </s>: give ids as encode() returns them")
+            ids.append(item.long().cpu())
+        return ids, single
+
+    def _model_log_probs(
+        self,
+        model: nn.Module,
+        sources: List[Tensor],
+        targets: List[Tensor],
+        batch_size: Optional[int],
+        max_tokens: Optional[int],
+    ) -> List[Tensor]:
+        """``(T,)`` float32 log-probabilities of each target's tokens under ``model``, in input order."""
+        if not sources:
+            return []
+        results = {}
+        with torch.no_grad():
+            for batch in self._batches(
+                self._scoring_dataset(model, sources, targets), batch_size, max_tokens
+            ):
+                results.update(zip(batch["id"].tolist(), self._target_log_probs(model, batch)))
+        return [results[i].cpu() for i in range(len(sources))]
+
+    def _scoring_dataset(self, model: nn.Module, sources: List[Tensor], targets: List[Tensor]):
+        """The training dataset of the pairs, laid out as :meth:`score` says, without target noise."""
+        max_source, max_target = self.task.cfg.max_source_positions, self.task.cfg.max_target_positions
+        too_long = [i for i, t in enumerate(targets) if len(t) > max_target]
+        if too_long:
+            raise ValueError(
+                f"targets {too_long[:5]} are longer than max_target_positions={max_target} (</s> included): "
+                "they cannot be scored whole"
+            )
+        truncated = sum(len(s) - 1 > max_source - SOURCE_SPECIALS for s in sources)
+        if truncated:
+            logger.warning(
+                "truncated %d of %d sources to max_source_positions %d", truncated, len(sources), max_source
+            )
+        method = FinetuneMethod(model.decoder.method)
+        layout = FinetuneMethod.CAUSAL if method == FinetuneMethod.CAUSAL else FinetuneMethod.PSEUDO_MASKED
+        return Seq2SeqDataset(
+            ListDataset(sources, np.array([len(s) for s in sources])),
+            ListDataset(targets, np.array([len(t) for t in targets])),
+            self.src_dict, layout, max_source, max_target, word_drop_prob=0.0,
+            segments=model.decoder.segments,
+        )  # fmt: skip
+
+    def _target_log_probs(self, model: nn.Module, batch: Dict) -> List[Tensor]:
+        """The batch's training forward (the criterion's call) -> each row's target log-probabilities."""
+        logits, _ = model(**batch["net_input"])  # N x V, the layout's queries in row-major order
+        queries = batch["net_input"]["masked_tokens"]
+        gold = batch["layout_target"][queries]
+        picked = F.log_softmax(logits.float(), dim=-1).gather(1, gold.unsqueeze(1)).squeeze(1)
+        return list(picked.split(queries.sum(1).tolist()))
 
     def extract_features(self, tokens: Union[str, Tokens]) -> Tensor:
         """Final-layer states of the source encoding the decoder reads.
