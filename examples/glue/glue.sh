@@ -11,7 +11,8 @@
 #   DICT         its dict.txt (required with PRETRAINED: the token ids must match)
 #   MODEL_ARGS   its architecture flags (model_args.txt of a converted model; default --arch unilmv2_base)
 #   WORDPIECE    BERT vocab.txt to tokenize with; SPM: a sentencepiece model instead; neither: words
-#   LOWERCASE    1 for uncased models
+#   LOWERCASE    1 lowercases (uncased models), 0 keeps case and accents (cased models); unset: a WordPiece
+#                vocabulary decides, other tokenizers keep the case
 #   SETTINGS     unilmv2 or unilm_v1: whose paper the hyperparameters follow [unilm_v1 when MODEL_ARGS names
 #                a unilm_v1_* architecture, else unilmv2]
 #   SEED=1, CPU="" (CPU=--cpu on a CPU)
@@ -77,7 +78,12 @@ esac
 TOKENIZE=()
 [ -n "${WORDPIECE:-}" ] && TOKENIZE+=(--wordpiece-vocab "$WORDPIECE")
 [ -n "${SPM:-}" ] && TOKENIZE+=(--spm-model "$SPM")
-[ "${LOWERCASE:-0}" = 1 ] && TOKENIZE+=(--lowercase)
+case ${LOWERCASE:-auto} in
+  1) TOKENIZE+=(--lowercase) ;;
+  0) TOKENIZE+=(--cased) ;;
+  auto) ;;
+  *) echo "LOWERCASE must be 1, 0 or auto, not '$LOWERCASE'" >&2; exit 2 ;;
+esac
 python scripts/prepare_glue.py --task "$TASK" --input "$GLUE_DIR" --output "$WORK/raw" --splits train,valid \
   "${TOKENIZE[@]}"
 for split in train valid; do

@@ -16,7 +16,8 @@
 #   DICT           the fairseq dict.txt that goes with PRETRAINED [$(dirname PRETRAINED)/dict.txt]
 #   TOKENIZER      wordpiece (BERT/UniLM vocab.txt), spm (sentencepiece model) or none [wordpiece]
 #   VOCAB          vocab.txt or spm.model [$(dirname PRETRAINED)/vocab.txt or .../spm.model]
-#   LOWERCASE      1 for uncased models (unilm2-base/large-uncased, unilm1.2, MiniLM), 0 for cased [1]
+#   LOWERCASE      1 lowercases (uncased models: unilm2-base/large-uncased, unilm1.2, MiniLM), 0 keeps case
+#                  and accents (cased models), auto lets a WordPiece vocabulary decide [1]
 #   ARCH           model architecture of PRETRAINED [unilmv2_base]
 #   GPUS           GPUs fairseq-train uses [all visible]; with BATCH_PER_GPU and the recipe's TOTAL_BATCH
 #                  it sets --update-freq = TOTAL_BATCH / (GPUS * BATCH_PER_GPU), which must divide evenly
@@ -94,7 +95,12 @@ s2s_ft_main() {
       wordpiece) prep+=(--wordpiece-vocab "$VOCAB") ;;
       spm) prep+=(--spm-model "$VOCAB") ;;
     esac
-    if [ "$LOWERCASE" = 1 ]; then prep+=(--lowercase); fi
+    case $LOWERCASE in
+      1) prep+=(--lowercase) ;;
+      0) prep+=(--cased) ;;
+      auto) ;;
+      *) echo "LOWERCASE must be 1, 0 or auto, not '$LOWERCASE'" >&2; exit 2 ;;
+    esac
     # shellcheck disable=SC2086  # EXTRA_PREP is split into words on purpose
     "$PYTHON" "$S2S_FT_REPO/scripts/prepare_seq2seq_data.py" "${prep[@]}" \
       ${TASK_PREP[@]+"${TASK_PREP[@]}"} $EXTRA_PREP

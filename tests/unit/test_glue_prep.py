@@ -108,3 +108,15 @@ def test_recipe_runs_on_the_fixtures(tmp_path, task):
     metric = "pearson" if task == "STS-B" else "acc_and_f1"
     assert re.search(rf"valid on 'valid' subset .*\| {metric} [-\d.]+", log), log[-3000:]
     assert (tmp_path / "checkpoints" / "checkpoint_best.pt").exists()
+
+
+def test_recipe_rejects_an_unknown_casing_before_any_work(tmp_path):
+    """LOWERCASE is 1 (--lowercase), 0 (--cased) or auto (the vocabulary decides); anything else stops."""
+    env = dict(os.environ, LOWERCASE="yes", MODEL_ARGS="--arch unilmv2_tiny")
+    proc = subprocess.run(
+        ["bash", "examples/glue/glue.sh", "MRPC", os.path.join(FIXTURES, "MRPC"), str(tmp_path)],
+        cwd=REPO, env=env, capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert proc.returncode == 2
+    assert "LOWERCASE must be 1, 0 or auto, not 'yes'" in proc.stderr
+    assert not (tmp_path / "raw").exists()
