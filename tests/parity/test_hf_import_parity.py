@@ -9,13 +9,11 @@ forward (UniLM's fused projections and shared relative position bias).
 """
 
 import logging
-import math
 import os
 import sys
 
 import pytest
 import torch
-import torch.nn.functional as F
 
 from ..helpers.cli import REPO, run_cli
 from ..helpers.hf import (
@@ -32,6 +30,7 @@ from ..helpers.hf import (
     wordpiece_tokens,
     write_json,
 )
+from ..helpers.unilm_reference import MAX_REL_POS, REL_POS_BINS, fast_qkv_state, reference_unilm_forward
 
 logger = logging.getLogger(__name__)
 transformers = pytest.importorskip("transformers")
@@ -199,79 +198,6 @@ def test_electra(tmp_path, cls_name):
 
 # ---- UniLM "fast QKV" with a relative position bias ---------------------------------------------
 
-REL_POS_BINS, MAX_REL_POS = 16, 7  # sequences of up to 9 tokens reach the exact, log and clamped buckets
-
-
-def reference_bucket(relative: int, bins: int, max_distance: int) -> int:
-    """UniLM's bidirectional T5 bucket of one signed distance (key - query), written as scalar code."""
-    half = bins // 2
-    offset = half if relative > 0 else 0
-    n = abs(relative)
-    exact = half // 2
-    if n < exact:
-        return offset + n
-    large = exact + int(math.log(n / exact) / math.log(max_distance / exact) * (half - exact))
-    return offset + min(large, half - 1)
-
-
-def reference_fast_qkv_forward(state, config, ids, attention_mask, token_type_ids):
-    """An independent forward of UniLM's BERT with fused QKV and a shared relative position bias."""
-    heads, eps = config["num_attention_heads"], config["layer_norm_eps"]
-    hidden = config["hidden_size"]
-    length = ids.size(1)
-    positions = torch.arange(length)
-    x = (
-        state["bert.embeddings.word_embeddings.weight"][ids]
-        + state["bert.embeddings.position_embeddings.weight"][positions]
-        + state["bert.embeddings.token_type_embeddings.weight"][token_type_ids]
-    )
-    x = F.layer_norm(
-        x, (hidden,), state["bert.embeddings.LayerNorm.weight"], state["bert.embeddings.LayerNorm.bias"], eps
-    )
-    buckets = torch.tensor(
-        [[reference_bucket(k - q, REL_POS_BINS, MAX_REL_POS) for k in range(length)] for q in range(length)]
-    )
-    # one-hot buckets through nn.Linear(bins, heads): (T, T, bins) @ (bins, H) -> (H, T, T)
-    bias = (F.one_hot(buckets, REL_POS_BINS).float() @ state["bert.rel_pos_bias.weight"].t()).permute(2, 0, 1)
-    pad = (1.0 - attention_mask[:, None, None, :].float()) * torch.finfo(torch.float32).min
-    for i in range(config["num_hidden_layers"]):
-        p = f"bert.encoder.layer.{i}."
-        qkv = x @ state[p + "attention.self.qkv_linear.weight"].t()
-        q, k, v = qkv.chunk(3, dim=-1)
-        q = q + state[p + "attention.self.q_bias"]
-        v = v + state[p + "attention.self.v_bias"]
-        split = lambda t: t.view(t.size(0), length, heads, -1).transpose(1, 2)  # noqa: E731
-        q, k, v = split(q), split(k), split(v)
-        scores = q @ k.transpose(-1, -2) / math.sqrt(q.size(-1)) + bias + pad
-        context = (scores.softmax(-1) @ v).transpose(1, 2).reshape(x.shape)
-        attn = (
-            context @ state[p + "attention.output.dense.weight"].t()
-            + state[p + "attention.output.dense.bias"]
-        )
-        ln = p + "attention.output.LayerNorm."
-        x = F.layer_norm(x + attn, (hidden,), state[ln + "weight"], state[ln + "bias"], eps)
-        h = F.gelu(x @ state[p + "intermediate.dense.weight"].t() + state[p + "intermediate.dense.bias"])
-        h = h @ state[p + "output.dense.weight"].t() + state[p + "output.dense.bias"]
-        x = F.layer_norm(
-            x + h, (hidden,), state[p + "output.LayerNorm.weight"], state[p + "output.LayerNorm.bias"], eps
-        )
-    return x
-
-
-def fast_qkv_state(bert_state, num_layers, heads, seed):
-    """BERT's weights in UniLM's fast-QKV layout plus a random relative position bias ``(H, bins)``."""
-    state = {k: v.clone() for k, v in bert_state.items()}
-    for i in range(num_layers):
-        p = f"bert.encoder.layer.{i}.attention.self."
-        weights = [state.pop(f"{p}{name}.weight") for name in ("query", "key", "value")]
-        state[p + "qkv_linear.weight"] = torch.cat(weights, dim=0)
-        state[p + "q_bias"] = state.pop(p + "query.bias")
-        state[p + "v_bias"] = state.pop(p + "value.bias")
-        state.pop(p + "key.bias")  # fast QKV has none
-    generator = torch.Generator().manual_seed(seed)
-    state["bert.rel_pos_bias.weight"] = torch.randn(heads, REL_POS_BINS, generator=generator)
-    return state
-
 
 # released UniLM / MiniLM checkpoints name the bias either way
 @pytest.mark.parametrize("bias_key", ["bert.rel_pos_bias.weight", "bert.encoder.rel_pos_bias.weight"])
@@ -286,10 +212,10 @@ def test_fast_qkv_with_relative_position_bias(tmp_path, bias_key):
     # the reference is right: without the bias it is BERT (dropping the key bias changes no softmax)
     no_bias = dict(state, **{"bert.rel_pos_bias.weight": torch.zeros_like(state["bert.rel_pos_bias.weight"])})
     hf_hidden, _ = _hf(hf, ids, attention_mask, segments)
-    reference_plain = reference_fast_qkv_forward(no_bias, config, ids, attention_mask, segments)
+    reference_plain = reference_unilm_forward(no_bias, config, ids, attention_mask, segments)
     assert max_real_diff(hf_hidden, reference_plain, attention_mask) < ATOL
     # ... and the bias matters, so agreeing with it below is not an accident
-    reference = reference_fast_qkv_forward(state, config, ids, attention_mask, segments)
+    reference = reference_unilm_forward(state, config, ids, attention_mask, segments)
     assert max_real_diff(reference, reference_plain, attention_mask) > 100 * ATOL
 
     unilm_dir = tmp_path / "unilm"

@@ -126,6 +126,21 @@ def test_relative_bias_missing_from_weights(model_dir, tmp_path):
     assert_fails_cleanly(model_dir, str(tmp_path / "out"), r"no weights for \['transformer\.rel_pos_bias")
 
 
+@pytest.mark.parametrize(
+    "type_ids, match",
+    [
+        (
+            dict(source_type_id=4, target_type_id=5),
+            r"config\.json: source_type_id 4 has no row among type_vocab_size 2",
+        ),
+        (dict(target_type_id="1"), r"config\.json: 'target_type_id' must be a non-negative integer, got '1'"),
+    ],
+)
+def test_s2s_ft_type_ids_outside_the_segment_table(model_dir, tmp_path, type_ids, match):
+    edit_config(model_dir, **type_ids)
+    assert_fails_cleanly(model_dir, str(tmp_path / "out"), match)
+
+
 def test_existing_output_is_kept(model_dir, tmp_path):
     out = tmp_path / "out"
     out.mkdir()

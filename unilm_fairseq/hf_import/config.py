@@ -5,6 +5,7 @@ import os
 from dataclasses import dataclass
 from typing import Optional
 
+from .. import seq2seq_layout
 from ..models.unilmv2 import UniLMv2Config
 
 CONFIG_FILE = "config.json"
@@ -38,6 +39,8 @@ BERT_LAYER_NORM_EPS = 1e-12
 BERT_DROPOUT = 0.1
 # the two segments UniLM uses (source/target, or sentence A/B)
 MIN_SEGMENTS = 2
+# config.json fields of s2s-ft's configs: the segment ids of source and target
+TYPE_ID_KEYS = ("source_type_id", "target_type_id")
 
 
 class ConversionError(ValueError):
@@ -66,6 +69,9 @@ class SourceConfig:
     attention_dropout: float
     rel_pos_bins: int  # 0: no relative position bias
     max_rel_pos: int
+    # s2s-ft's segment ids of source and target, when config.json records them (UniLM configs)
+    source_type_id: Optional[int] = None
+    target_type_id: Optional[int] = None
 
     @property
     def max_positions(self) -> int:
@@ -137,6 +143,8 @@ def read_source_config(model_dir: str, model_type: Optional[str] = None) -> Sour
     if max_positions <= offset:
         raise ConversionError(f"{path}: max_position_embeddings {max_positions} leaves no positions")
     rel_pos_bins = int(raw.get("rel_pos_bins") or 0)
+    type_vocab_size = int(raw.get("type_vocab_size", MIN_SEGMENTS))
+    type_ids = [_type_id(raw, key, type_vocab_size, path) for key in TYPE_ID_KEYS]
     return SourceConfig(
         path=path,
         format=model_type,
@@ -149,14 +157,29 @@ def read_source_config(model_dir: str, model_type: Optional[str] = None) -> Sour
         vocab_size=_positive_int(raw, "vocab_size", path),
         max_position_embeddings=max_positions,
         position_offset=offset,
-        type_vocab_size=int(raw.get("type_vocab_size", MIN_SEGMENTS)),
+        type_vocab_size=type_vocab_size,
         activation=ACTIVATIONS[act],
         layer_norm_eps=float(raw.get("layer_norm_eps", BERT_LAYER_NORM_EPS)),
         hidden_dropout=float(raw.get("hidden_dropout_prob", BERT_DROPOUT)),
         attention_dropout=float(raw.get("attention_probs_dropout_prob", BERT_DROPOUT)),
         rel_pos_bins=rel_pos_bins,
         max_rel_pos=int(raw.get("max_rel_pos") or 0) if rel_pos_bins else 0,
+        source_type_id=type_ids[0],
+        target_type_id=type_ids[1],
     )
+
+
+def _type_id(raw: dict, key: str, type_vocab_size: int, path: str) -> Optional[int]:
+    """``source_type_id``/``target_type_id``: a row of the converted segment table, or None when absent."""
+    if key not in raw:
+        return None
+    value = raw[key]
+    if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+        raise ConversionError(f"{path}: {key!r} must be a non-negative integer, got {value!r}")
+    rows = max(type_vocab_size, MIN_SEGMENTS) if type_vocab_size else 0  # as SourceConfig.num_segments
+    if rows and value >= rows:
+        raise ConversionError(f"{path}: {key} {value} has no row among type_vocab_size {type_vocab_size}")
+    return value
 
 
 def _check_relative_position_options(raw: dict, path: str) -> None:
@@ -174,7 +197,8 @@ def _check_relative_position_options(raw: dict, path: str) -> None:
 
 
 def unilmv2_config(source: SourceConfig) -> UniLMv2Config:
-    """The ``unilmv2`` config with the source's sizes, activation, eps, dropout and position tables."""
+    """The ``unilmv2`` config with the source's sizes, activation, eps, dropout and position tables, and
+    the s2s-ft segment ids its config records (generation uses them; 0/1 when it records none)."""
     return UniLMv2Config(
         _name=MODEL_NAME,
         encoder_layers=source.num_layers,
@@ -191,4 +215,10 @@ def unilmv2_config(source: SourceConfig) -> UniLMv2Config:
         rel_pos_bins=source.rel_pos_bins,
         max_rel_pos=source.max_rel_pos,
         layernorm_eps=source.layer_norm_eps,
+        seq2seq_source_segment=_or(source.source_type_id, seq2seq_layout.SOURCE_SEGMENT),
+        seq2seq_target_segment=_or(source.target_type_id, seq2seq_layout.TARGET_SEGMENT),
     )
+
+
+def _or(value: Optional[int], default: int) -> int:
+    return default if value is None else value

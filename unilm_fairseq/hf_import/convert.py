@@ -36,6 +36,7 @@ ARGS_FILE = "model_args.txt"
 TASK_NAME = "pmlm"  # its setup_task reads data/dict.txt, nothing else
 ARCH = "unilmv2_base"  # any unilmv2 architecture: the flags in ARGS_FILE set every size
 HEAD_INIT_SEED = 0  # a missing MLM head is initialised the same way on every run
+ORIGIN_KEY = "hf_import"  # the extra_state entry of a converted checkpoint: where it came from
 
 
 def _dictionary(text: str, vocab_file: str, mapped: MappedWeights, source: SourceConfig, weights_file: str):
@@ -119,12 +120,13 @@ def checkpoint_state(model: UniLMv2Model, cfg: UniLMv2Config, data_dir: str, ori
         "optimizer_history": [
             {"criterion_name": None, "optimizer_name": None, "lr_scheduler_state": {}, "num_updates": 0}
         ],
-        "extra_state": {"hf_import": origin},
+        "extra_state": {ORIGIN_KEY: origin},
         "last_optimizer_state": None,
     }
 
 
-def _check_destination(out_dir: str, overwrite: bool) -> None:
+def check_destination(out_dir: str, overwrite: bool) -> None:
+    """``out_dir`` may be written: absent, empty, or replaced with ``overwrite``."""
     if os.path.exists(out_dir) and not os.path.isdir(out_dir):
         raise ConversionError(f"{out_dir} exists and is not a directory")
     if os.path.isdir(out_dir) and os.listdir(out_dir) and not overwrite:
@@ -133,8 +135,9 @@ def _check_destination(out_dir: str, overwrite: bool) -> None:
         )
 
 
-def _write(out_dir: str, files: Dict[str, object]) -> None:
-    """Write ``files`` (name -> text, or a checkpoint dict) into a temporary folder, then rename it."""
+def write_files(out_dir: str, files: Dict[str, object]) -> None:
+    """Write ``files`` (name -> text, bytes, or a dict for ``torch.save``) into a temporary folder next to
+    ``out_dir``, then rename it into place (replacing an existing ``out_dir``); nothing is left on failure."""
     parent = os.path.dirname(out_dir)
     os.makedirs(parent, exist_ok=True)
     tmp = tempfile.mkdtemp(prefix=f".{os.path.basename(out_dir)}.", dir=parent)
@@ -143,6 +146,9 @@ def _write(out_dir: str, files: Dict[str, object]) -> None:
             path = os.path.join(tmp, name)
             if isinstance(content, str):
                 with open(path, "w", encoding="utf-8") as f:
+                    f.write(content)
+            elif isinstance(content, bytes):
+                with open(path, "wb") as f:
                     f.write(content)
             else:
                 torch.save(content, path)
@@ -180,7 +186,7 @@ def convert_hf_checkpoint(
     weights_file = find_weights(model_dir)
     vocab_file = find_vocab(model_dir, source.family)
     out_dir = os.path.abspath(out_dir)
-    _check_destination(out_dir, overwrite)
+    check_destination(out_dir, overwrite)
 
     mapped = MAPPERS[source.family](read_weights(weights_file), source, weights_file)
     text = dict_text(vocab_file, source.family)
@@ -205,7 +211,7 @@ def convert_hf_checkpoint(
 
     origin = {"model_dir": os.path.abspath(model_dir), "model_type": source.format}
     args = " ".join(model_args(cfg))
-    _write(
+    write_files(
         out_dir,
         {MODEL_FILE: checkpoint_state(model, cfg, out_dir, origin), DICT_FILE: text, ARGS_FILE: args + "\n"},
     )
