@@ -37,6 +37,17 @@ ALLOWED = {
         "scoring",
     },
     "hf_import": {"masks", "modules", "seq2seq_layout", "data", "encoders", "models", "checkpoint", "tasks"},
+    "hf_export": {
+        "masks",
+        "modules",
+        "seq2seq_layout",
+        "data",
+        "encoders",
+        "models",
+        "checkpoint",
+        "tasks",
+        "hf_import",
+    },
 }
 
 

@@ -1,0 +1,264 @@
+"""Export a fairseq ``unilmv2`` checkpoint into a Hugging Face model directory.
+
+The checkpoint is read and checked, every file is built in memory, and the directory is then written
+atomically (:func:`unilm_fairseq.hf_import.convert.write_files`), so a failed export leaves no output.
+"""
+
+import json
+import logging
+import os
+from dataclasses import dataclass, field
+from typing import Dict, List, Optional, Tuple
+
+from fairseq import checkpoint_utils, tasks
+from fairseq.models import ARCH_MODEL_REGISTRY, MODEL_REGISTRY
+from fairseq.utils import safe_getattr
+
+from .. import seq2seq_layout
+from ..checkpoint.unilmv2_init import FINETUNING_TASK
+from ..data.dictionary import MASK_SYMBOL, TokenListDictionary
+from ..encoders.wordpiece_tokenizer import resolve_lowercase
+from ..hf_import.config import CONFIG_FILE, ConversionError
+from ..hf_import.convert import ORIGIN_KEY, check_destination, write_files
+from ..hf_import.vocab import VOCAB_TXT
+from ..models.unilmv2 import TOKEN_TABLE, UniLMv2Model
+from .layouts import LAYOUTS, ExportError, Layout, check_exportable, export_state, head_names, hf_config
+
+logger = logging.getLogger(__name__)
+
+TOKENIZER_CONFIG = "tokenizer_config.json"
+TOKENIZER_CLASS = "BertTokenizer"  # the tokenizer of every format here (s2s-ft's UniLM tokenizer is one)
+SAFETENSORS_METADATA = {"format": "pt"}  # what transformers' own files carry
+# the roles a dictionary's special tokens play, as fairseq names them and as BERT's tokenizer config does
+ROLES = (("bos", "cls_token"), ("eos", "sep_token"), ("pad", "pad_token"), ("unk", "unk_token"))
+
+
+@dataclass
+class ExportResult:
+    """Where the export went, and what the format could not hold."""
+
+    out_dir: str
+    format: str
+    files: List[str]
+    dropped: List[str] = field(default_factory=list)  # task heads left out, by name
+    notes: List[str] = field(default_factory=list)  # what changed on the way (logged)
+
+
+def _model_name(cfg) -> Tuple[str, Optional[type]]:
+    """The checkpoint's model (or architecture) name and its registered class."""
+    for key in (safe_getattr(cfg.model, "_name", None), safe_getattr(cfg.model, "arch", None)):
+        if key in MODEL_REGISTRY:
+            return key, MODEL_REGISTRY[key]
+        if key in ARCH_MODEL_REGISTRY:
+            return key, ARCH_MODEL_REGISTRY[key]
+    return str(safe_getattr(cfg.model, "_name", None)), None
+
+
+def read_checkpoint(checkpoint: str, data: Optional[str] = None) -> dict:
+    """The checkpoint's state (``cfg``, ``model``, ...) with its task reading ``data`` when given.
+
+    Raises:
+        ExportError: no such file, not a fairseq checkpoint, or not a ``unilmv2`` model.
+    """
+    if not os.path.isfile(checkpoint):
+        raise ExportError(f"{checkpoint} not found: expected a fairseq checkpoint (.pt)")
+    overrides = {"data": os.path.abspath(data)} if data else None
+    try:
+        state = checkpoint_utils.load_checkpoint_to_cpu(checkpoint, overrides)
+    except Exception as err:  # truncated or foreign files raise many different types
+        raise ExportError(
+            f"{checkpoint}: cannot read it as a fairseq checkpoint ({type(err).__name__}: {err})"
+        ) from None
+    cfg = state.get("cfg")
+    if cfg is None or safe_getattr(cfg, "model") is None or "model" not in state:
+        raise ExportError(f"{checkpoint}: no model config or weights; is it a fairseq training checkpoint?")
+    name, cls = _model_name(cfg)
+    if cls is None or not issubclass(cls, UniLMv2Model):
+        what = f"a {name} model" + (f" ({cls.__name__})" if cls is not None else "")
+        why = (
+            "PALM is an encoder-decoder with a pointer-generator; no BERT or UniLM layout holds it"
+            if name.startswith("palm")
+            else "only unilmv2 models (one Transformer and an MLM head) have BERT and UniLM layouts"
+        )
+        raise ExportError(f"{checkpoint} holds {what}: {why}")
+    return state
+
+
+def load_dictionary(checkpoint: str, state: dict):
+    """The dictionary the checkpoint's task reads (``cfg.task.data``), checked against the word embeddings."""
+    cfg = state["cfg"]
+    try:
+        task = tasks.setup_task(cfg.task)
+    except (OSError, ValueError) as err:
+        raise ExportError(
+            f"{checkpoint}: cannot load the dictionary of its --task {cfg.task._name} from "
+            f"{safe_getattr(cfg.task, 'data')} ({type(err).__name__}: {err}); pass --data with the folder "
+            "that holds it (the binarized data the model was trained on)"
+        ) from None
+    dictionary = task.source_dictionary
+    rows = state["model"][TOKEN_TABLE].size(0)
+    if len(dictionary) != rows:
+        raise ExportError(
+            f"{checkpoint}: the dictionary of {cfg.task.data} has {len(dictionary)} tokens but the model has "
+            f"{rows} word embeddings; pass --data with the dictionary it was trained with"
+        )
+    return dictionary
+
+
+def vocab_tokens(dictionary, source: str) -> List[str]:
+    """The tokens of ``dictionary`` in id order, for ``vocab.txt``: line ``i`` is token id ``i``.
+
+    Read back as a token list (as the importer and ``--srcdict`` read it), the special tokens must play
+    the same roles; otherwise the written file would mean another model.
+    """
+    tokens = list(dictionary.symbols)
+    bad = [t for t in tokens if not t or len(t.split()) != 1 or t != t.strip()]
+    if bad:
+        raise ExportError(f"{source}: token {bad[0]!r} is empty or holds whitespace (not for vocab.txt)")
+    try:
+        reread = TokenListDictionary.from_tokens(tokens, VOCAB_TXT)
+    except ValueError as err:
+        raise ExportError(f"{source}: the dictionary cannot be written as a token list: {err}") from None
+    ours = {role: getattr(dictionary, role)() for role, _ in ROLES}
+    ours["mask"] = dictionary.index(MASK_SYMBOL)
+    theirs = {role: getattr(reread, role)() for role, _ in ROLES}
+    theirs["mask"] = reread.index(MASK_SYMBOL)
+    if ours != theirs:
+        changed = ", ".join(f"{r}: id {ours[r]} -> {theirs[r]}" for r in ours if ours[r] != theirs[r])
+        raise ExportError(
+            f"{source}: read back from vocab.txt, the special tokens would change roles ({changed}): the "
+            "dictionary holds BERT's [CLS] [PAD] [SEP] [UNK] [MASK] as ordinary tokens"
+        )
+    return tokens
+
+
+def tokenizer_config(dictionary, tokens: List[str], lowercase: Optional[bool], max_positions: int) -> dict:
+    """``tokenizer_config.json`` for BERT's tokenizer over ``vocab.txt``: the special tokens and casing."""
+    config = {"tokenizer_class": TOKENIZER_CLASS}
+    config["do_lower_case"] = resolve_lowercase(lowercase, tokens, VOCAB_TXT)
+    for role, name in ROLES:
+        config[name] = tokens[getattr(dictionary, role)()]
+    config["mask_token"] = tokens[dictionary.index(MASK_SYMBOL)]
+    config["model_max_length"] = max_positions
+    return config
+
+
+def seq2seq_type_ids(state: dict, type_rows: int) -> Tuple[Tuple[int, int], str]:
+    """s2s-ft's ``source_type_id``/``target_type_id``, and why.
+
+    A checkpoint fine-tuned by ``--task unilm_seq2seq``, or one the importer wrote, keeps the ids its
+    config records; a checkpoint pre-trained here gets the ids fine-tuning here would choose for its segment
+    table (:func:`unilm_fairseq.seq2seq_layout.pretrained_segments`: 4/5 for UniLM v1's six rows).
+    """
+    cfg = state["cfg"]
+    if cfg.task._name == FINETUNING_TASK or ORIGIN_KEY in (state.get("extra_state") or {}):
+        ids = (
+            int(safe_getattr(cfg.model, "seq2seq_source_segment", seq2seq_layout.SOURCE_SEGMENT)),
+            int(safe_getattr(cfg.model, "seq2seq_target_segment", seq2seq_layout.TARGET_SEGMENT)),
+        )
+        return ids, "recorded in the checkpoint"
+    return seq2seq_layout.pretrained_segments(type_rows), f"{type_rows} segment embeddings"
+
+
+def _weights_file_content(state, layout: Layout):
+    if layout.weights_file.endswith(".safetensors"):
+        try:
+            from safetensors.torch import save
+        except ImportError:
+            raise ExportError("writing model.safetensors needs `pip install safetensors`") from None
+        return save(state, metadata=SAFETENSORS_METADATA)
+    return state  # torch.save
+
+
+def _untravelled_settings(state: dict) -> List[str]:
+    """Training and generation settings of the checkpoint that no config.json field holds."""
+    model_cfg = state["cfg"].model
+    notes = []
+    if safe_getattr(model_cfg, "activation_dropout", 0.0):
+        notes.append(f"activation dropout {model_cfg.activation_dropout} (training only) has no config field")
+    if state["cfg"].task._name == FINETUNING_TASK:
+        notes.append(
+            f"the fine-tuning method ({safe_getattr(model_cfg, 'seq2seq_method', None)}) and the "
+            "source/target lengths are not part of the format: give them to the decoder that reads it"
+        )
+    return notes
+
+
+def export_checkpoint(
+    checkpoint: str,
+    out_dir: str,
+    format: str = "bert",
+    data: Optional[str] = None,
+    lowercase: Optional[bool] = None,
+    overwrite: bool = False,
+) -> ExportResult:
+    """Write the ``unilmv2`` model of ``checkpoint`` into ``out_dir`` in a Hugging Face layout.
+
+    Args:
+        checkpoint: a fairseq checkpoint of a ``unilmv2`` model (``--task pmlm``, ``unilm``,
+            ``unilm_seq2seq``, ... or written by :func:`~unilm_fairseq.hf_import.convert_hf_checkpoint`).
+        out_dir: created by the export; an existing non-empty one needs ``overwrite``.
+        format: ``bert`` (``config.json``, ``model.safetensors``, ``vocab.txt``: transformers'
+            ``BertForMaskedLM``/``BertModel``; no relative position bias), ``unilm`` (UniLM's fused
+            "fast QKV" ``pytorch_model.bin`` with ``rel_pos_bias``) or ``s2s-ft`` (separate projections
+            with ``rel_pos_bias``: what s2s-ft's decoding reads). All three write ``tokenizer_config.json``.
+        data: the folder with the dictionary of the checkpoint's task, when it has moved since training.
+        lowercase: the tokenizer's ``do_lower_case``; None lets the vocabulary decide (cased when it holds
+            cased entries), as ``--bpe wordpiece`` does.
+    Returns:
+        an :class:`ExportResult`; task heads (classification, span) are left out, listed and logged.
+    Raises:
+        ExportError: what the format cannot hold (naming the format that can), or an unreadable
+            checkpoint or dictionary; nothing is written then.
+    """
+    if format not in LAYOUTS:
+        raise ExportError(f"format {format!r} is not supported; supported: {', '.join(LAYOUTS)}")
+    layout = LAYOUTS[format]
+    out_dir = os.path.abspath(out_dir)
+    try:
+        check_destination(out_dir, overwrite)
+    except ConversionError as err:
+        raise ExportError(str(err)) from None
+    state = read_checkpoint(checkpoint, data)
+    model_cfg = state["cfg"].model
+    check_exportable(model_cfg, layout)
+    dictionary = load_dictionary(checkpoint, state)
+    weights, type_rows = export_state(state["model"], model_cfg.encoder_layers, layout)
+    tokens = vocab_tokens(dictionary, checkpoint)
+    type_ids = None
+    notes = list(weights.notes)
+    if layout.relative_position_bias:
+        type_ids, why = seq2seq_type_ids(state, type_rows)
+        notes.append(f"source_type_id {type_ids[0]}, target_type_id {type_ids[1]} ({why})")
+    config = hf_config(model_cfg, layout, len(dictionary), dictionary.pad(), type_rows, type_ids)
+    if not isinstance(dictionary, TokenListDictionary):
+        notes.append(
+            "the dictionary is a fairseq dict.txt: vocab.txt keeps its ids, but its tokens are whatever the "
+            "training data was encoded with, so tokenize text the same way (BERT's tokenizer fits WordPiece)"
+        )
+    notes += _untravelled_settings(state)
+    files: Dict[str, object] = {
+        CONFIG_FILE: json.dumps(config, indent=2, sort_keys=True) + "\n",
+        layout.weights_file: _weights_file_content(weights.state, layout),
+        VOCAB_TXT: "".join(t + "\n" for t in tokens),
+        TOKENIZER_CONFIG: json.dumps(
+            tokenizer_config(dictionary, tokens, lowercase, model_cfg.max_positions), indent=2, sort_keys=True
+        )
+        + "\n",
+    }
+    write_files(out_dir, files)
+
+    heads = head_names(weights.dropped)
+    for note in notes:
+        logger.info("%s: %s", checkpoint, note)
+    if heads:
+        logger.warning(
+            "%s: left out the task heads %s (%d weights): the %s format holds the encoder and MLM head only",
+            checkpoint, heads, len(weights.dropped), layout.name,
+        )  # fmt: skip
+    logger.info(
+        "exported %s (%d layers, hidden %d, %d tokens) as %s into %s: %s",
+        checkpoint, model_cfg.encoder_layers, model_cfg.encoder_embed_dim, len(dictionary),
+        layout.description, out_dir, ", ".join(sorted(files)),
+    )  # fmt: skip
+    return ExportResult(out_dir, layout.name, sorted(files), heads, notes)
