@@ -8,6 +8,7 @@
   ``--format s2s-ft`` records the segment ids 4/5 it was fine-tuned with.
 """
 
+import logging
 import os
 import sys
 
@@ -24,6 +25,7 @@ transformers = pytest.importorskip("transformers")
 pytest.importorskip("safetensors")
 
 pytestmark = pytest.mark.slow
+logger = logging.getLogger(__name__)
 
 SCRIPT = os.path.join(REPO, "scripts", "export_hf_checkpoint.py")
 ENV = {"PYTHONPATH": REPO}  # the script imports this checkout's plugin
@@ -93,7 +95,9 @@ def test_pmlm_checkpoint_exports_to_the_unilm_layouts(tmp_path, vocab):
         state, config = exported_tensors(str(out)), read_json(str(out / "config.json"))
         assert (config["rel_pos_bins"], config["max_rel_pos"], config["type_vocab_size"]) == (16, 7, 2)
         reference = reference_unilm_forward(state, config, ids, attention_mask, segments)
-        assert max_real_diff(reference, hidden, attention_mask) < ATOL, layout
+        diff = max_real_diff(reference, hidden, attention_mask)
+        logger.info("pmlm-trained model as %s: max |hidden diff| %.2e", layout, diff)
+        assert diff < ATOL, layout
 
     refused = export(checkpoint, tmp_path / "bert", check=False)
     assert refused.returncode == 1
@@ -126,8 +130,14 @@ def test_seq2seq_checkpoint_exports_to_bert(tmp_path, vocab):
         out = hf(
             input_ids=ids, attention_mask=attention_mask, token_type_ids=segments, output_hidden_states=True
         )
-    assert max_real_diff(out.hidden_states[-1], hidden, attention_mask) < ATOL
-    assert max_real_diff(out.logits, logits, attention_mask) < ATOL
+    diffs = (
+        max_real_diff(out.hidden_states[-1], hidden, attention_mask),
+        max_real_diff(out.logits, logits, attention_mask),
+    )
+    logger.info(
+        "seq2seq-trained UniLM v1 model as bert: max |hidden diff| %.2e, max |logit diff| %.2e", *diffs
+    )
+    assert max(diffs) < ATOL
     assert read_json(str(tmp_path / "bert" / "config.json"))["type_vocab_size"] == 6
 
     done = export(checkpoint, tmp_path / "s2s-ft", "--format", "s2s-ft")
