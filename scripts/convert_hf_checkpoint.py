@@ -29,7 +29,9 @@ def main(argv=None) -> int:
     )
     parser.add_argument("--overwrite", action="store_true", help="replace an existing non-empty OUT_DIR")
     args = parser.parse_args(argv)
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s | %(levelname)s | %(name)s | %(message)s")
+    logging.basicConfig(
+        level=logging.INFO, format="%(asctime)s | %(levelname)s | %(name)s | %(message)s", force=True
+    )
     try:
         convert_hf_checkpoint(args.model_dir, args.out_dir, args.model_type, args.overwrite)
     except ConversionError as err:
