@@ -9,10 +9,12 @@ import torch
 from fairseq.data import Dictionary, data_utils
 
 from unilm_fairseq.data.dictionary import (
+    MASK_SYMBOL,
     TokenListDictionary,
     load_dictionary_with_mask,
     read_token_list,
 )
+from unilm_fairseq.data.masking import random_token_candidates
 from unilm_fairseq.hf_import import ConversionError
 from unilm_fairseq.hf_import.vocab import fairseq_dict_text, id_ordered_tokens, tokenizer_json_tokens
 
@@ -57,6 +59,33 @@ def test_token_list_dictionary_keeps_line_numbers(tmp_path):
     encoded = d.encode_line("the cats cat", add_if_not_exist=False)
     assert encoded.tolist() == [d.index("the"), d.unk(), d.index("cat"), d.eos()]
     assert d.string(torch.tensor([d.bos(), d.index("cat"), d.eos()])) == "cat"
+
+
+def test_a_fairseq_dictionary_written_one_per_line_keeps_its_words_as_candidates(tmp_path):
+    """A fairseq dictionary with its appended <mask>, written one token per line (as an export does), loads
+    back with only fairseq's four specials below nspecial: its words stay random-replacement candidates."""
+    fairseq_dict = Dictionary()
+    for word in WORDS:
+        fairseq_dict.add_symbol(word)
+    fairseq_dict.add_symbol(MASK_SYMBOL)
+    lines = list(fairseq_dict.symbols)
+    assert lines[-1] == MASK_SYMBOL
+    d = load_dictionary_with_mask(write_vocab(tmp_path / "vocab.txt", lines))
+    assert isinstance(d, TokenListDictionary)
+    assert d.nspecial == fairseq_dict.nspecial == 4
+    mask = d.index(MASK_SYMBOL)
+    assert mask == len(lines) - 1
+    assert random_token_candidates(d, mask).tolist() == [d.index(w) for w in WORDS]
+    # BERT's layout is unchanged: [MASK] inside the leading block still closes the special range
+    bert = load_dictionary_with_mask(write_vocab(tmp_path / "bert.txt", bert_vocab_lines()))
+    assert random_token_candidates(bert, bert.index("[MASK]")).tolist() == [bert.index(w) for w in WORDS]
+
+
+def test_random_replacement_needs_a_word(tmp_path):
+    only_specials = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
+    d = load_dictionary_with_mask(write_vocab(tmp_path / "vocab.txt", only_specials))
+    with pytest.raises(ValueError, match="no token to draw random replacements from"):
+        random_token_candidates(d, d.index("[MASK]"))
 
 
 def test_token_list_dictionary_saves_the_same_file(tmp_path):

@@ -58,7 +58,9 @@ class TokenListDictionary(Dictionary):
 
     ``nspecial`` is one past the highest special id (``[MASK]`` = 103 in BERT's
     vocabulary): ids below it (specials and ``[unused*]``) are never drawn as
-    random replacement tokens.
+    random replacement tokens. A special token on the last line (a ``<mask>``
+    fairseq appended after the words) does not count: it would make every word
+    special.
     """
 
     def __init__(self, tokens: Sequence[str], specials: Dict[str, str]):
@@ -84,7 +86,12 @@ class TokenListDictionary(Dictionary):
         self.eos_index = self.indices[self.eos_word]
         self.unk_index = self.indices[self.unk_word]
         self.aliases = {FAIRSEQ_ROLES[role]: self.indices[token] for role, token in specials.items()}
-        self.nspecial = 1 + max(self.aliases.values())
+        special_ids = set(self.aliases.values())
+        if len(special_ids) > 1 and max(special_ids) == len(self.symbols) - 1:
+            # a mask token appended after the words (fairseq's <mask>, written back one per line) ends the
+            # vocabulary and opens no special range: the words before it stay candidates
+            special_ids.discard(len(self.symbols) - 1)
+        self.nspecial = 1 + max(special_ids)
 
     @classmethod
     def from_tokens(cls, tokens: Sequence[str], source: str = "vocabulary") -> "TokenListDictionary":

@@ -29,7 +29,13 @@ class MaskingConfig:
 
 def random_token_candidates(dictionary, mask_idx: int) -> np.ndarray:
     """``(V',)`` ids a random replacement is drawn from: every symbol but the specials and the mask."""
-    return np.array([i for i in range(dictionary.nspecial, len(dictionary)) if i != mask_idx])
+    candidates = np.array([i for i in range(dictionary.nspecial, len(dictionary)) if i != mask_idx])
+    if len(candidates) == 0:
+        raise ValueError(
+            f"no token to draw random replacements from: the dictionary's {len(dictionary)} ids are all "
+            f"special (nspecial {dictionary.nspecial}, mask {mask_idx})"
+        )
+    return candidates
 
 
 def corrupt_masked(
