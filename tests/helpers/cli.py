@@ -13,7 +13,9 @@ BIN = os.path.dirname(sys.executable)
 def run_cli(args, cwd=REPO, env=None, check=True, timeout=900, input_text=None):
     """Run a console script of this environment (``fairseq-train`` ...) and return the process."""
     exe = args[0] if os.path.isabs(args[0]) else os.path.join(BIN, args[0])
-    full_env = dict(os.environ, PYTHONWARNINGS="ignore", OMP_NUM_THREADS="1")
+    # this checkout's plugin first: scripts/ and console scripts would otherwise import an installed copy
+    path = os.pathsep.join(p for p in (REPO, os.environ.get("PYTHONPATH")) if p)
+    full_env = dict(os.environ, PYTHONWARNINGS="ignore", OMP_NUM_THREADS="1", PYTHONPATH=path)
     full_env.update(env or {})
     proc = subprocess.run(
         [exe, *args[1:]],
