@@ -39,6 +39,7 @@ def train_records(stdout):
         {k: float(v) for k, v in re.findall(r"(\w+)=([-\d.e]+)", line)}
         for line in stdout.splitlines()
         if "| train_inner |" in line
+        or "[train_inner]" in line  # fairseq-train's and fairseq-hydra-train's logs
     ]
 
 
@@ -60,3 +61,15 @@ def binarize_austen(work):
              "--validpref", str(work / "text" / "valid.spm"), "--destdir", str(work / "bin"),
              "--workers", "1"])  # fmt: skip
     return work
+
+
+def binarize_pairs(work, pairs, valid=None):
+    """``(source, target)`` line pairs binarized into ``work/bin`` with one joined dictionary (``valid``: the
+    validation pairs, by default the training ones)."""
+    for split, rows in (("train", pairs), ("valid", valid or pairs)):
+        for side, index in (("src", 0), ("tgt", 1)):
+            (work / f"{split}.{side}").write_text("".join(row[index] + "\n" for row in rows))
+    run_cli(["fairseq-preprocess", "--source-lang", "src", "--target-lang", "tgt", "--joined-dictionary",
+             "--trainpref", str(work / "train"), "--validpref", str(work / "valid"),
+             "--destdir", str(work / "bin"), "--workers", "1"])  # fmt: skip
+    return work / "bin"

@@ -68,6 +68,8 @@ class PALMSeq2SeqTask(DecodingConventionsTask, TranslationTask):
 
     @classmethod
     def setup_task(cls, cfg: PALMSeq2SeqConfig, **kwargs):
+        if not cfg.data:  # fairseq's translation config defaults it to None, where a Hydra ??? leaves it
+            raise ValueError("no data directory: give the fairseq-preprocess output (task.data=DIR)")
         task = super().setup_task(cfg, **kwargs)
         if task.src_dict.symbols != task.tgt_dict.symbols:
             raise ValueError(
