@@ -712,3 +712,17 @@ def test_every_config_hyperparameter_names_its_source(config):
             if not CITATION.search(match.group(3) or ""):
                 unsourced.append(line.strip())
     assert not unsourced, f"{config}: settings whose comment names no table or section: {unsourced}"
+
+
+def test_no_script_hides_lines_of_fairseq_output():
+    """Demos and recipes show fairseq's output as it is (a grep that selects lines for a summary is fine; one
+    that drops lines, like the old `grep -v tensorboard`, hides what fairseq says)."""
+    scripts = glob.glob(os.path.join(REPO, "examples", "**", "*.sh"), recursive=True)
+    scripts += glob.glob(os.path.join(REPO, "scripts", "*.sh"))
+    hiding = [
+        f"{os.path.relpath(path, REPO)}:{number}"
+        for path in scripts
+        for number, line in enumerate(read(path).splitlines(), 1)
+        if re.search(r"\|\s*grep\s+(-\w*v|--invert-match)", line)
+    ]
+    assert scripts and not hiding, hiding
