@@ -513,6 +513,7 @@ CONFIGS = {
     "examples/s2s_ft/config/xsum.yaml": ("examples/s2s_ft/xsum.sh", 0, 1),
     "examples/s2s_ft/config/gigaword.yaml": ("examples/s2s_ft/gigaword.sh", 0, 1),
     "examples/s2s_ft/config/squad_qg.yaml": ("examples/s2s_ft/squad_qg.sh", 0, 1),
+    "examples/s2s_ft/config/finetune.yaml": ("examples/s2s_ft/finetune.sh", 0, 1),
     "examples/unilmv2_pretrain/config/pretrain_base.yaml": (
         "examples/unilmv2_pretrain/pretrain_base.sh",
         0,
@@ -545,6 +546,14 @@ SECTIONS = ("common", "task", "model", "criterion", "optimizer", "lr_scheduler",
 YAML_LINE = re.compile(r"^\s*([a-z_]+):\s*(.*?)\s*(?:#\s*(.*))?$")
 
 
+# what scripts/convert_hf_checkpoint.py writes to model_args.txt for finetune.sh's default MiniLM
+MINILM_ARGS = (
+    "--arch unilmv2_base --encoder-layers 6 --encoder-embed-dim 384 --token-embed-dim 0 "
+    "--encoder-ffn-embed-dim 1536 --encoder-attention-heads 12 --activation-fn gelu --max-positions 512 "
+    "--num-segments 2 --rel-pos-bins 0 --max-rel-pos 0 --layernorm-eps 1e-12"
+)
+
+
 def train_commands(stubs, tmp_path, recipe: str, gpus: int) -> List[List[str]]:
     """The arguments of every fairseq-train run of a recipe (1,000 prepared training pairs), stubbed."""
     work = tmp_path / "work"
@@ -552,6 +561,13 @@ def train_commands(stubs, tmp_path, recipe: str, gpus: int) -> List[List[str]]:
     (work / "text" / "train.src").write_text("a b c\n" * 1000)
     environ = clean_environment(PATH=f"{stubs}{os.pathsep}{os.environ['PATH']}", STAGES="train")
     environ["GPUS"] = str(gpus)
+    if recipe.endswith("finetune.sh"):  # raw pairs and a converted model with its model_args.txt
+        for name in ("train.src", "train.tgt", "valid.src", "valid.tgt", "test.src", "test.tgt"):
+            (tmp_path / "bin").mkdir(exist_ok=True)
+            (tmp_path / "bin" / name).write_text("a b c\n")
+        (tmp_path / "minilm").mkdir()
+        (tmp_path / "minilm" / "model_args.txt").write_text(MINILM_ARGS + "\n")
+        environ.update(PRETRAINED=str(tmp_path / "minilm" / "model.pt"), CPU="1")
     proc = subprocess.run(
         ["bash", os.path.join(REPO, recipe), str(tmp_path / "bin"), str(work)],
         cwd=tmp_path, env=environ, capture_output=True, text=True, timeout=60,
