@@ -19,6 +19,17 @@ Input layouts (``--input`` is a directory; nothing is downloaded):
   the answer whole and a window of the passage around it (UniLM v1 §3.3; placement:
   ``unilm_fairseq/prepare/qg_windows.py``), unless ``--qg-window head``.
 
+Any format also reads row files, as the Hugging Face ``datasets`` library exports them (``to_json``,
+``to_parquet``, the Hub's Parquet shards): ``{split}.jsonl``, ``{split}.json`` (one object per line, or one
+array), ``{split}.parquet`` (needs ``pyarrow``) or their shards ``{split}-*.parquet`` ... in ``--input``;
+they take precedence over the release files. Fields (``--source-field``, ``--target-field``, and for
+question generation ``--answer-field``; a dotted name reaches into nested objects) default to the datasets'
+own: cnndm ``article``/``highlights`` (one sentence a line), xsum and gigaword ``document``/``summary``,
+squad_qg ``context``/``question``/``answers`` (SQuAD's ``{"text": [...], "answer_start": [...]}``: the
+first answer, placed like the SQuAD JSON's). ``--format fields`` reads row files of any dataset: the
+fields given, or the known layout its rows have. Rows without a field, with a field that is not text or
+is empty, and unreadable lines are skipped, logged and counted in a summary line.
+
 ``valid`` also matches files named ``validation``, ``val`` or ``dev``. Tokens are written separated by
 spaces: sentencepiece pieces (``--spm-model``), BERT WordPiece (``--wordpiece-vocab``), or the text's own
 words. Separator tokens are written as given: they must be in the vocabulary the model is trained with.
@@ -31,6 +42,7 @@ import sys
 from collections import Counter
 
 from unilm_fairseq.encoders.wordpiece_tokenizer import add_casing_arguments, load_vocab
+from unilm_fairseq.prepare import seq2seq_rows as rows
 from unilm_fairseq.prepare import seq2seq_sources as sources
 from unilm_fairseq.prepare.qg_windows import AnswerWindow
 
@@ -48,7 +60,47 @@ def token_limit(limit: int) -> str:
     return f"limit {limit} tokens" if limit else "no limit"
 
 
+def resolve_layout(args, paths):
+    """The row files' fields and whether they make question-generation pairs: the fields given, else the
+    format's own, else (``--format fields``) the known layout the first row has."""
+    known = rows.LAYOUTS.get(args.format)
+    if known is None and not (args.source_field and args.target_field):
+        row = rows.first_row(paths)
+        name = rows.infer_layout(row)
+        if name is None:
+            keys = sorted(row) if isinstance(row, dict) else []
+            raise SystemExit(
+                f"{paths[0]}: give --source-field and --target-field (its first row has the keys {keys}, "
+                "none of the known layouts)"
+            )
+        logger.info("%s: rows with the fields of %s", paths[0], name)
+        known = rows.LAYOUTS[name]
+    known = known or rows.Layout("", "")
+    return rows.Layout(
+        args.source_field or known.source,
+        args.target_field or known.target,
+        args.answer_field or known.answer,
+    )
+
+
 def read_split(args, split, stats):
+    paths = rows.row_files(args.input, split)
+    if paths:
+        logger.info("%s: rows from %s", split, ", ".join(paths))
+        reader = rows.RowReader(
+            args.layout or resolve_layout(args, paths),
+            stats,
+            target_lines=args.format in rows.TARGET_LINES,
+            answer_first=args.qg_order == "answer_passage",
+            unk_token=args.unk_token if args.format == "gigaword" else None,
+            split=split,
+        )
+        args.layout = reader.layout
+        return reader.read(paths)
+    if args.format == "fields":
+        raise FileNotFoundError(f"no {split} row files ({split}.jsonl, .json, .parquet) in {args.input}")
+    if args.source_field or args.target_field or args.answer_field:
+        logger.warning("%s: no row files in %s: --*-field options unused", split, args.input)
     if args.format == "cnndm":
         return sources.read_cnndm(args.input, split, args.url_lists, args.input_sentence_separator, stats)
     if args.format == "xsum":
@@ -91,8 +143,13 @@ def write_pairs(lines, prefix):
 def parse_args(argv=None):
     formatter = argparse.RawDescriptionHelpFormatter
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=formatter)
-    parser.add_argument("--format", required=True, choices=["cnndm", "xsum", "gigaword", "squad_qg"])
-    parser.add_argument("--input", required=True, help="directory holding the release files")
+    parser.add_argument(
+        "--format",
+        required=True,
+        choices=["cnndm", "xsum", "gigaword", "squad_qg", "fields"],
+        help="the dataset; fields: row files of any dataset, with --source-field and --target-field",
+    )
+    parser.add_argument("--input", required=True, help="directory holding the release files or row files")
     parser.add_argument("--output", required=True, help="directory for {split}.src and {split}.tgt")
     parser.add_argument("--splits", default="train,valid,test", help="comma-separated, of train,valid,test")
     parser.add_argument("--url-lists", help="cnndm: directory of all_{train,val,test}.txt (default: --input)")
@@ -130,6 +187,13 @@ def parse_args(argv=None):
         help="squad_qg, a source over --max-source-tokens: keep the answer whole and a passage window "
         "around it (UniLM v1 §3.3), or truncate the end of the joined source (head)",
     )
+    parser.add_argument("--source-field", help="row files: the source's field [the format's]")
+    parser.add_argument("--target-field", help="row files: the target's field [the format's]")
+    parser.add_argument(
+        "--answer-field",
+        help="row files: the answer's field, for question generation (squad_qg: answers); SQuAD's "
+        '{"text": [...], "answer_start": [...]}, a list of answers or a string',
+    )
     parser.add_argument("--unk-token", help="gigaword: replace the released UNK with this ([UNK], <unk>)")
     tokenizer = parser.add_mutually_exclusive_group()
     tokenizer.add_argument("--spm-model", help="sentencepiece model: write its pieces")
@@ -145,27 +209,43 @@ def parse_args(argv=None):
     return args
 
 
+def remove_split(prefix):
+    for side in ("src", "tgt"):
+        if os.path.exists(f"{prefix}.{side}"):
+            os.remove(f"{prefix}.{side}")
+
+
 def main(argv=None):
     args = parse_args(argv)
     # force: importing fairseq (through the package) has already configured the root logger
     logging.basicConfig(
         level=logging.INFO, format="%(asctime)s | %(name)s | %(message)s", stream=sys.stderr, force=True
     )
-    source_separator = args.qg_separator if args.format == "squad_qg" else ""
     specials = [args.sentence_separator, args.qg_separator, args.unk_token]
     tokenize = sources.make_tokenizer(args.spm_model, args.wordpiece_vocab, args.lowercase, specials)
     if args.wordpiece_vocab:
         vocab = set(load_vocab(args.wordpiece_vocab))
-        for token in {source_separator, args.sentence_separator, args.unk_token} - vocab - {"", None}:
+        qg_separator = args.qg_separator if args.format in ("squad_qg", "fields") else ""
+        for token in {qg_separator, args.sentence_separator, args.unk_token} - vocab - {"", None}:
             logger.warning("%r is not in %s: the model will see an unknown word", token, args.wordpiece_vocab)
     os.makedirs(args.output, exist_ok=True)
+    args.layout = None  # the row files' fields, once resolved
     for split in args.splits:
         stats = Counter()
+        prefix = os.path.join(args.output, split)
+        try:
+            pairs = read_split(args, split, stats)
+        except (OSError, ValueError, ImportError) as err:
+            remove_split(prefix)
+            raise SystemExit(f"{split}: {err}") from err
+        # question generation: squad_qg, or row files with an answer field
+        qg = args.format == "squad_qg" or bool(args.layout and args.layout.answer)
+        source_separator = args.qg_separator if qg else ""
         fit_source = None
-        if args.format == "squad_qg" and args.qg_window == "answer":
+        if qg and args.qg_window == "answer":
             fit_source = AnswerWindow(tokenize, source_separator, args.qg_order == "answer_passage", stats)
         lines = sources.format_pairs(
-            read_split(args, split, stats),
+            pairs,
             tokenize,
             source_separator,
             args.sentence_separator,
@@ -174,14 +254,13 @@ def main(argv=None):
             stats,
             fit_source,
         )
-        prefix = os.path.join(args.output, split)
         try:
             write_pairs(lines, prefix)
-        except (OSError, ValueError) as err:  # a missing or malformed input file: no half-written split
-            for side in ("src", "tgt"):
-                if os.path.exists(f"{prefix}.{side}"):
-                    os.remove(f"{prefix}.{side}")
+        except (OSError, ValueError, ImportError) as err:  # bad input: no half-written split
+            remove_split(prefix)
             raise SystemExit(f"{split}: {err}") from err
+        if stats["rows"]:
+            logger.info("%s", rows.summary(split, stats))
         logger.info(
             "%s: %d pairs -> %s.{src,tgt}; skipped %d with an empty source or target, %d listed but missing; "
             "truncated %d sources (%s) and %d targets (%s)",

@@ -23,7 +23,7 @@ python scripts/prepare_corpus.py --out "$WORK/text" --max-docs "$DOCS" --valid-d
 echo "== 2/5 fairseq-preprocess --only-source (one sentence per line, empty line between chapters)"
 rm -rf "$WORK/bin"
 fairseq-preprocess --only-source --trainpref "$WORK/text/train.spm" --validpref "$WORK/text/valid.spm" \
-  --destdir "$WORK/bin" --workers 2 2>&1 | grep -v tensorboard
+  --destdir "$WORK/bin" --workers 2
 
 COMMON=(--user-dir unilm_fairseq --task palm_pretrain --arch palm_tiny --criterion palm
   --max-fragment-tokens "$FRAGMENT" --max-context-tokens "$MAX_CONTEXT"
@@ -36,14 +36,14 @@ echo "== 3/5 stage 1: encoder masked LM on the contexts ($STAGE1_UPDATES updates
 rm -rf "$WORK/stage1"
 fairseq-train "$WORK/bin" "${COMMON[@]}" --stage 1 \
   --total-num-update "$STAGE1_UPDATES" --max-update "$STAGE1_UPDATES" \
-  --save-dir "$WORK/stage1" 2>&1 | grep -v tensorboard | tee "$WORK/stage1.log"
+  --save-dir "$WORK/stage1" 2>&1 | tee "$WORK/stage1.log"
 
 echo "== 4/5 stage 2: continuation (pointer-generator), encoder from stage 1 ($STAGE2_UPDATES updates)"
 rm -rf "$WORK/stage2"
 fairseq-train "$WORK/bin" "${COMMON[@]}" --stage 2 --label-smoothing 0.1 \
   --stage1-checkpoint "$WORK/stage1/checkpoint_last.pt" \
   --total-num-update "$STAGE2_UPDATES" --max-update "$STAGE2_UPDATES" \
-  --save-dir "$WORK/stage2" 2>&1 | grep -v tensorboard | tee "$WORK/stage2.log"
+  --save-dir "$WORK/stage2" 2>&1 | tee "$WORK/stage2.log"
 
 echo "== 5/5 fairseq-validate the stage-2 model on the held-out chapters"
 fairseq-validate "$WORK/bin" --user-dir unilm_fairseq --task palm_pretrain --stage 2 \

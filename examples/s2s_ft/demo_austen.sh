@@ -15,7 +15,7 @@ rm -rf "$WORK/s2s-bin"
 fairseq-preprocess --source-lang src --target-lang tgt \
   --srcdict "$WORK/bin/dict.txt" --tgtdict "$WORK/bin/dict.txt" \
   --trainpref "$WORK/text/train" --validpref "$WORK/text/valid" --testpref "$WORK/text/test" \
-  --destdir "$WORK/s2s-bin" --workers 2 2>&1 | grep -v tensorboard
+  --destdir "$WORK/s2s-bin" --workers 2
 
 echo "== 2/3 fairseq-train --task unilm_seq2seq --finetune-method pseudo_masked ($UPDATES updates on CPU)"
 rm -rf "$WORK/s2s-checkpoints"
@@ -28,7 +28,7 @@ fairseq-train "$WORK/s2s-bin" --user-dir unilm_fairseq \
   --lr 1e-3 --lr-scheduler polynomial_decay --warmup-updates 50 --total-num-update "$UPDATES" \
   --max-update "$UPDATES" --no-epoch-checkpoints --save-interval-updates "$UPDATES" \
   --validate-interval-updates 250 --log-format simple --log-interval 50 --cpu --num-workers 0 --seed 1 \
-  --save-dir "$WORK/s2s-checkpoints" 2>&1 | grep -v tensorboard | tee "$WORK/s2s-train.log" | grep -E "train_inner|valid on|initialised|Error"
+  --save-dir "$WORK/s2s-checkpoints" 2>&1 | tee "$WORK/s2s-train.log" | grep -E "train_inner|valid on|initialised|Error"
 
 echo "== 3/3 fairseq-generate: beam 5, length penalty 0.9, trigram blocking"
 fairseq-generate "$WORK/s2s-bin" --user-dir unilm_fairseq --task unilm_seq2seq \

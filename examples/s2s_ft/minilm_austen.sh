@@ -39,7 +39,7 @@ rm -rf "$WORK/bin"
 fairseq-preprocess --user-dir unilm_fairseq --task unilm_seq2seq --source-lang src --target-lang tgt \
   --srcdict "$WORK/minilm/dict.txt" --joined-dictionary \
   --trainpref "$WORK/text/train.wp" --validpref "$WORK/text/valid.wp" --testpref "$WORK/text/test.wp" \
-  --destdir "$WORK/bin" --workers 2 2>&1 | grep -v tensorboard
+  --destdir "$WORK/bin" --workers 2
 
 echo "== 4/5 fairseq-train --finetune-method pseudo_masked ($UPDATES updates on CPU, init: $INIT)"
 INIT_ARGS=()
@@ -54,7 +54,7 @@ fairseq-train "$WORK/bin" --user-dir unilm_fairseq --task unilm_seq2seq --finetu
   --lr 1e-4 --lr-scheduler polynomial_decay --warmup-updates 30 --total-num-update "$UPDATES" \
   --max-update "$UPDATES" --no-epoch-checkpoints --save-interval-updates "$UPDATES" \
   --validate-interval-updates "$VALID_EVERY" --log-format simple --log-interval 25 --cpu --num-workers 0 --seed 1 \
-  --save-dir "$SAVE" 2>&1 | grep -v tensorboard | tee "$WORK/train-$INIT.log" \
+  --save-dir "$SAVE" 2>&1 | tee "$WORK/train-$INIT.log" \
   | grep -E "train_inner|valid on|initialised|Error"
 
 echo "== 5/5 fairseq-generate: beam 5, length penalty 0.9, trigram blocking; ROUGE"

@@ -16,7 +16,7 @@ python scripts/prepare_corpus.py --out "$WORK/text" --max-docs "$DOCS" --valid-d
 echo "== 2/4 fairseq-preprocess --only-source"
 rm -rf "$WORK/bin"
 fairseq-preprocess --only-source --trainpref "$WORK/text/train.spm" --validpref "$WORK/text/valid.spm" \
-  --destdir "$WORK/bin" --workers 2 2>&1 | grep -v tensorboard
+  --destdir "$WORK/bin" --workers 2
 
 echo "== 3/4 fairseq-train --task pmlm --arch unilmv2_tiny --criterion ae_par ($UPDATES updates on CPU)"
 rm -rf "$WORK/checkpoints"
@@ -28,7 +28,7 @@ fairseq-train "$WORK/bin" --user-dir unilm_fairseq \
   --max-update "$UPDATES" --validate-interval-updates 100 --save-interval-updates 100 \
   --keep-interval-updates 1 --no-epoch-checkpoints \
   --log-format simple --log-interval 25 --cpu --num-workers 0 --seed 1 \
-  --save-dir "$WORK/checkpoints" 2>&1 | grep -v tensorboard | tee "$WORK/train.log"
+  --save-dir "$WORK/checkpoints" 2>&1 | tee "$WORK/train.log"
 
 echo "== 4/4 fairseq-validate on the held-out chapters"
 fairseq-validate "$WORK/bin" --user-dir unilm_fairseq --task pmlm --path "$WORK/checkpoints/checkpoint_last.pt" \

@@ -13,7 +13,9 @@ BIN = os.path.dirname(sys.executable)
 def run_cli(args, cwd=REPO, env=None, check=True, timeout=900, input_text=None):
     """Run a console script of this environment (``fairseq-train`` ...) and return the process."""
     exe = args[0] if os.path.isabs(args[0]) else os.path.join(BIN, args[0])
-    full_env = dict(os.environ, PYTHONWARNINGS="ignore", OMP_NUM_THREADS="1")
+    # this checkout's plugin first: scripts/ and console scripts would otherwise import an installed copy
+    path = os.pathsep.join(p for p in (REPO, os.environ.get("PYTHONPATH")) if p)
+    full_env = dict(os.environ, PYTHONWARNINGS="ignore", OMP_NUM_THREADS="1", PYTHONPATH=path)
     full_env.update(env or {})
     proc = subprocess.run(
         [exe, *args[1:]],
@@ -37,6 +39,7 @@ def train_records(stdout):
         {k: float(v) for k, v in re.findall(r"(\w+)=([-\d.e]+)", line)}
         for line in stdout.splitlines()
         if "| train_inner |" in line
+        or "[train_inner]" in line  # fairseq-train's and fairseq-hydra-train's logs
     ]
 
 
@@ -58,3 +61,15 @@ def binarize_austen(work):
              "--validpref", str(work / "text" / "valid.spm"), "--destdir", str(work / "bin"),
              "--workers", "1"])  # fmt: skip
     return work
+
+
+def binarize_pairs(work, pairs, valid=None):
+    """``(source, target)`` line pairs binarized into ``work/bin`` with one joined dictionary (``valid``: the
+    validation pairs, by default the training ones)."""
+    for split, rows in (("train", pairs), ("valid", valid or pairs)):
+        for side, index in (("src", 0), ("tgt", 1)):
+            (work / f"{split}.{side}").write_text("".join(row[index] + "\n" for row in rows))
+    run_cli(["fairseq-preprocess", "--source-lang", "src", "--target-lang", "tgt", "--joined-dictionary",
+             "--trainpref", str(work / "train"), "--validpref", str(work / "valid"),
+             "--destdir", str(work / "bin"), "--workers", "1"])  # fmt: skip
+    return work / "bin"

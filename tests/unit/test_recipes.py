@@ -9,6 +9,9 @@ table, section or algorithm, or "this project's choice". The bad-input tests run
 arguments, so no fairseq command runs.
 """
 
+import argparse
+import ast
+import glob
 import json
 import os
 import re
@@ -499,3 +502,243 @@ def test_palm_pretraining_passes_the_limits_the_encoder_init_and_the_stage2_loss
         cwd=tmp_path, env=environ, capture_output=True, text=True, timeout=60,
     )  # fmt: skip
     assert proc.returncode == 0 and "--pretrained-encoder" not in proc.stdout, proc.stderr
+
+
+# ------------------------------------------------------------------- fairseq-hydra-train configs
+
+# each YAML config, the recipe whose fairseq-train command it restates (the n-th run of it) and the GPUs
+# that command is for (the YAML's distributed_world_size)
+CONFIGS = {
+    "examples/s2s_ft/config/cnndm.yaml": ("examples/s2s_ft/cnndm.sh", 0, 1),
+    "examples/s2s_ft/config/xsum.yaml": ("examples/s2s_ft/xsum.sh", 0, 1),
+    "examples/s2s_ft/config/gigaword.yaml": ("examples/s2s_ft/gigaword.sh", 0, 1),
+    "examples/s2s_ft/config/squad_qg.yaml": ("examples/s2s_ft/squad_qg.sh", 0, 1),
+    "examples/s2s_ft/config/finetune.yaml": ("examples/s2s_ft/finetune.sh", 0, 1),
+    "examples/unilmv2_pretrain/config/pretrain_base.yaml": (
+        "examples/unilmv2_pretrain/pretrain_base.sh",
+        0,
+        8,
+    ),
+    "examples/palm/config/cnndm.yaml": ("examples/palm/cnndm.sh", 0, 1),
+    "examples/palm/config/gigaword.yaml": ("examples/palm/gigaword.sh", 0, 1),
+    "examples/palm/config/marco.yaml": ("examples/palm/marco.sh", 0, 1),
+    "examples/palm/config/pretrain_stage1.yaml": ("examples/palm/pretrain_base.sh", 0, 16),
+    "examples/palm/config/pretrain_stage2.yaml": ("examples/palm/pretrain_base.sh", 1, 16),
+}
+# paths and files: given on the command line (the YAML leaves them ??? or null)
+PATH_FLAGS = {"user-dir", "save-dir", "pretrained-checkpoint", "stage1-checkpoint", "pretrained-encoder"}
+PATH_KEYS = {"common.user_dir", "task.data", "checkpoint.save_dir", "task.pretrained_checkpoint",
+             "task.stage1_checkpoint", "task.pretrained_encoder"}  # fmt: skip
+# values a YAML takes from the environment (${oc.env:NAME}: an error when unset), under the recipes' names:
+# what the recipes count from the prepared data (epochs into updates), and checkpoints to start from
+ENV_KEYS = {
+    "STEPS": "optimization.max_update",
+    "WARMUP": "lr_scheduler.warmup_updates",
+    "PRETRAINED": "task.pretrained_checkpoint",
+    "STAGE1_CHECKPOINT": "task.stage1_checkpoint",
+}
+ENV_VALUE = re.compile(r"^\$\{oc\.env:([A-Z0-9_]+)\}$")
+# flags that pick a registry entry: its _name
+NAME_FLAGS = {"task": "task", "arch": "model", "criterion": "criterion", "optimizer": "optimizer",
+              "lr-scheduler": "lr_scheduler"}  # fmt: skip
+SECTIONS = ("common", "task", "model", "criterion", "optimizer", "lr_scheduler", "optimization", "dataset",
+            "distributed_training", "checkpoint")  # fmt: skip
+YAML_LINE = re.compile(r"^\s*([a-z_]+):\s*(.*?)\s*(?:#\s*(.*))?$")
+
+
+# what scripts/convert_hf_checkpoint.py writes to model_args.txt for finetune.sh's default MiniLM
+MINILM_ARGS = (
+    "--arch unilmv2_base --encoder-layers 6 --encoder-embed-dim 384 --token-embed-dim 0 "
+    "--encoder-ffn-embed-dim 1536 --encoder-attention-heads 12 --activation-fn gelu --max-positions 512 "
+    "--num-segments 2 --rel-pos-bins 0 --max-rel-pos 0 --layernorm-eps 1e-12"
+)
+
+
+def train_commands(stubs, tmp_path, recipe: str, gpus: int) -> List[List[str]]:
+    """The arguments of every fairseq-train run of a recipe (1,000 prepared training pairs), stubbed."""
+    work = tmp_path / "work"
+    (work / "text").mkdir(parents=True)
+    (work / "text" / "train.src").write_text("a b c\n" * 1000)
+    environ = clean_environment(PATH=f"{stubs}{os.pathsep}{os.environ['PATH']}", STAGES="train")
+    environ["GPUS"] = str(gpus)
+    if recipe.endswith("finetune.sh"):  # raw pairs and a converted model with its model_args.txt
+        for name in ("train.src", "train.tgt", "valid.src", "valid.tgt", "test.src", "test.tgt"):
+            (tmp_path / "bin").mkdir(exist_ok=True)
+            (tmp_path / "bin" / name).write_text("a b c\n")
+        (tmp_path / "minilm").mkdir()
+        (tmp_path / "minilm" / "model_args.txt").write_text(MINILM_ARGS + "\n")
+        environ.update(PRETRAINED=str(tmp_path / "minilm" / "model.pt"), CPU="1")
+    proc = subprocess.run(
+        ["bash", os.path.join(REPO, recipe), str(tmp_path / "bin"), str(work)],
+        cwd=tmp_path, env=environ, capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    runs = proc.stdout.split("fairseq-train\n")[1:]
+    assert runs, proc.stdout
+    return [run.splitlines() for run in runs]
+
+
+def command_config(argv: List[str]):
+    """fairseq's config for a fairseq-train command line (the plugin from this checkout)."""
+    from fairseq import options
+    from fairseq.dataclass.utils import convert_namespace_to_omegaconf
+
+    argv = list(argv)
+    argv[argv.index("--user-dir") + 1] = os.path.join(REPO, "unilm_fairseq")
+    args = options.parse_args_and_arch(options.get_training_parser(), argv)
+    return convert_namespace_to_omegaconf(args)
+
+
+def normalized(value):
+    """Values as both sides write them: "(0.9, 0.999)" and [0.9, 0.999], 1e-6 and "1e-6", enums."""
+    from enum import Enum
+
+    from omegaconf import ListConfig
+
+    if isinstance(value, Enum):
+        value = value.value
+    if isinstance(value, str):
+        try:
+            value = ast.literal_eval(value)
+        except (ValueError, SyntaxError):
+            return value
+    if isinstance(value, (list, tuple, ListConfig)):
+        return [normalized(v) for v in value]
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return float(value)
+    return value
+
+
+def command_value(cfg, path: str):
+    """The value at ``path`` of a command's config, and whether it has one of its own (not absent, not an
+    interpolation of another). A legacy model's section (palm) is the argparse namespace of every option:
+    only the model's own options count there."""
+    from fairseq.models import ARCH_MODEL_REGISTRY
+    from omegaconf import OmegaConf
+
+    section, key = path.split(".", 1)
+    node = cfg[section]
+    if isinstance(node, argparse.Namespace):
+        parser = argparse.ArgumentParser(argument_default=argparse.SUPPRESS)
+        ARCH_MODEL_REGISTRY[node.arch].add_args(parser)
+        own = {action.dest for action in parser._actions} | {"_name"}
+        return getattr(node, key, None), key in own
+    if node is None or key not in node:
+        return None, False
+    return OmegaConf.select(cfg, path), not OmegaConf.is_interpolation(node, key)
+
+
+def copied_from(cfg, section: str, key: str) -> Optional[str]:
+    """The option a section's fairseq dataclass copies this one from by default (``II(...)``: ``optimizer.lr``
+    from ``optimization.lr``), or None."""
+    from fairseq.dataclass.configs import FairseqConfig
+    from fairseq.models import ARCH_MODEL_REGISTRY
+    from fairseq.registry import REGISTRIES
+    from fairseq.tasks import TASK_DATACLASS_REGISTRY
+
+    name = getattr(cfg[section], "_name", None)
+    if section == "task":
+        dataclass = TASK_DATACLASS_REGISTRY.get(name)
+    elif section == "model":
+        dataclass = getattr(ARCH_MODEL_REGISTRY.get(name), "__dataclass", None)
+    elif section in REGISTRIES:
+        dataclass = REGISTRIES[section]["dataclass_registry"].get(name)
+    else:
+        dataclass = FairseqConfig.__dataclass_fields__[section].type
+    field = getattr(dataclass, "__dataclass_fields__", {}).get(key)
+    default = field.default if field is not None else None
+    match = re.fullmatch(r"\$\{([\w.]+)\}", default) if isinstance(default, str) else None
+    return match.group(1) if match else None
+
+
+def leaves(tree, prefix=""):
+    for key, value in tree.items():
+        if isinstance(value, dict):
+            yield from leaves(value, f"{prefix}{key}.")
+        else:
+            yield f"{prefix}{key}", value
+
+
+def test_every_recipe_config_is_checked():
+    found = {
+        os.path.relpath(p, REPO) for p in glob.glob(os.path.join(REPO, "examples", "*", "config", "*.yaml"))
+    }
+    assert found == set(CONFIGS)
+
+
+@pytest.mark.parametrize("config", sorted(CONFIGS))
+def test_config_restates_its_recipe(stubs, tmp_path, monkeypatch, config):
+    """Every value the YAML sets is the recipe's fairseq-train command's, and every option that command
+    passes is set in the YAML (in each section fairseq keeps it), paths aside. The updates the recipe counts
+    from the data come from the environment, set here to the recipe's count."""
+    from omegaconf import OmegaConf
+
+    recipe, run, gpus = CONFIGS[config]
+    argv = train_commands(stubs, tmp_path, recipe, gpus)[run]
+    cfg = command_config(argv)
+    yaml = OmegaConf.load(os.path.join(REPO, config))
+    hydra = OmegaConf.to_container(yaml.hydra)  # the log beside the checkpoints, the working directory kept
+    assert hydra["job"]["chdir"] is False and hydra["run"]["dir"] == "${checkpoint.save_dir}"
+    assert yaml.common.user_dir == "unilm_fairseq"  # relative to the repository root
+    del yaml["hydra"]
+    raw = dict(leaves(OmegaConf.to_container(yaml)))
+    # fairseq merges a section into its dataclass, where ??? keeps the default (max_update 0: no end):
+    # only task.data, whose default is missing too, may be left ???
+    assert [path for path, value in raw.items() if value == "???"] == ["task.data"], config
+    for path, value in raw.items():
+        env = ENV_VALUE.match(str(value))
+        if env:
+            assert ENV_KEYS.get(env.group(1)) == path, f"{config}: {path} from ${env.group(1)}"
+            monkeypatch.setenv(env.group(1), str(command_value(cfg, path)[0]))
+    values = dict(leaves(OmegaConf.to_container(yaml, resolve=True)))
+    for path, value in values.items():
+        if path in PATH_KEYS or path == "distributed_training.distributed_world_size":
+            continue
+        theirs, own = command_value(cfg, path)
+        assert own, f"{config}: {path} is not an option of the recipe's fairseq-train command"
+        assert normalized(value) == normalized(theirs), (
+            f"{config}: {path} = {value!r}, the recipe: {theirs!r}"
+        )
+    assert values["distributed_training.distributed_world_size"] == gpus
+    for flag in (token[2:] for token in argv if token.startswith("--")):
+        if flag in PATH_FLAGS:
+            continue
+        if flag in NAME_FLAGS:
+            assert f"{NAME_FLAGS[flag]}._name" in values, f"{config}: no {NAME_FLAGS[flag]}._name"
+            continue
+        key = flag.replace("-", "_")
+        places = [f"{s}.{key}" for s in SECTIONS if command_value(cfg, f"{s}.{key}")[1]]
+        assert places, f"{config}: --{flag} has no place in fairseq's config"
+        for path in places:
+            if path in values:
+                continue
+            source = copied_from(cfg, *path.split(".", 1))  # the YAML may leave a copy to its default
+            assert source, f"{config}: the recipe passes --{flag}, the YAML does not set {path}"
+            theirs = normalized(command_value(cfg, path)[0])
+            assert normalized(values.get(source)) == theirs, f"{config}: {path} (= {source}) != --{flag}"
+
+
+@pytest.mark.parametrize("config", sorted(CONFIGS))
+def test_every_config_hyperparameter_names_its_source(config):
+    hyper_keys = {flag.replace("-", "_") for flag in HYPER_FLAGS}
+    unsourced = []
+    for line in read(config).splitlines():
+        match = YAML_LINE.match(line)
+        if match and match.group(1) in hyper_keys and match.group(2):
+            if not CITATION.search(match.group(3) or ""):
+                unsourced.append(line.strip())
+    assert not unsourced, f"{config}: settings whose comment names no table or section: {unsourced}"
+
+
+def test_no_script_hides_lines_of_fairseq_output():
+    """Demos and recipes show fairseq's output as it is (a grep that selects lines for a summary is fine; one
+    that drops lines, like the old `grep -v tensorboard`, hides what fairseq says)."""
+    scripts = glob.glob(os.path.join(REPO, "examples", "**", "*.sh"), recursive=True)
+    scripts += glob.glob(os.path.join(REPO, "scripts", "*.sh"))
+    hiding = [
+        f"{os.path.relpath(path, REPO)}:{number}"
+        for path in scripts
+        for number, line in enumerate(read(path).splitlines(), 1)
+        if re.search(r"\|\s*grep\s+(-\w*v|--invert-match)", line)
+    ]
+    assert scripts and not hiding, hiding

@@ -7,6 +7,7 @@ log-probabilities of the copy mixture, which fairseq's ``label_smoothed_cross_en
 ``SequenceGenerator`` use as they are. Architectures only fill options the user left unset.
 """
 
+import argparse
 import functools
 import logging
 from dataclasses import dataclass, field
@@ -19,6 +20,7 @@ from fairseq.models import register_model, register_model_architecture
 from fairseq.models.transformer import TransformerDecoder, TransformerEncoder, TransformerModel
 from fairseq.models.transformer import base_architecture as transformer_base_architecture
 from fairseq.utils import safe_getattr
+from omegaconf import OmegaConf
 from torch import Tensor
 
 from ..hub.palm import PALMHubInterface
@@ -221,6 +223,10 @@ class PALMModel(TransformerModel):
 
     @classmethod
     def build_model(cls, args, task):
+        if OmegaConf.is_config(args):
+            # a Hydra config (fairseq-hydra-train, or a checkpoint's): fairseq's TransformerConfig keeps the
+            # options it does not know (PALM's own, --encoder-layernorm-eps ...) from a namespace only
+            args = argparse.Namespace(**OmegaConf.to_container(args, resolve=True))
         base_architecture(args)
         if task.source_dictionary != task.target_dictionary:
             raise ValueError(

@@ -19,6 +19,7 @@ from ..checkpoint.upgrade import upgrade_state
 from ..hub.unilm import UniLMHubInterface
 from ..modules import UniLMLMHead, UniLMTransformer, transformer
 from ..modules.heads import SentenceClassificationHead, SpanHead
+from .architecture_presets import leave_dataclass_registry
 from .generation import UniLMIncrementalDecoder, UniLMSourceEncoder, source_positions
 
 logger = logging.getLogger(__name__)
@@ -329,6 +330,10 @@ def base_architecture(args):
     args.seq2seq_target_positions = safe_getattr(args, "seq2seq_target_positions", 0)
     args.seq2seq_source_segment = safe_getattr(args, "seq2seq_source_segment", seq2seq_layout.SOURCE_SEGMENT)
     args.seq2seq_target_segment = safe_getattr(args, "seq2seq_target_segment", seq2seq_layout.TARGET_SEGMENT)
+
+
+# fairseq-hydra-train: a config's model._name applies its architecture's presets (architecture_presets.py)
+leave_dataclass_registry("unilmv2", base_architecture)
 
 
 @register_model_architecture("unilmv2", "unilmv2_base")

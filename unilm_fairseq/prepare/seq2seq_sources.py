@@ -208,18 +208,41 @@ def read_gigaword(input_dir: str, split: str, unk_token: Optional[str] = None) -
     for pair in read_line_pairs(*paths):
         if unk_token:
             sides = (pair.source, pair.target)
-            pair = Pair(*(tuple(_replace_words(t, GIGAWORD_UNK, unk_token) for t in side) for side in sides))
+            pair = Pair(*(tuple(replace_words(t, GIGAWORD_UNK, unk_token) for t in side) for side in sides))
         yield pair
 
 
-def _replace_words(text: str, words: Sequence[str], replacement: str) -> str:
+def replace_words(text: str, words: Sequence[str], replacement: str) -> str:
     return " ".join(replacement if w in words else w for w in text.split())
 
 
+def squad_pair(
+    context: str,
+    question: str,
+    answer: str,
+    answer_start: Optional[int],
+    answer_first: bool = True,
+    stats: Optional[Counter] = None,
+) -> Pair:
+    """One answer-aware question-generation pair: source (answer, passage) (or (passage, answer)), target
+    the question. ``answer_start``, the answer's character offset in ``context`` as written, carries over
+    (whitespace normalized) when the answer is there; ``answer_offset_mismatch`` counts answers that are
+    not (None: no offset given, nothing counted)."""
+    stats = Counter() if stats is None else stats
+    offset = None
+    if answer_start is not None:
+        start = int(answer_start)
+        if context[start : start + len(answer)] != answer:
+            stats["answer_offset_mismatch"] += 1
+        else:
+            offset = normalized_offset(context, start)
+    segments = (normalize(answer), normalize(context))
+    return Pair(segments if answer_first else segments[::-1], (normalize(question),), offset)
+
+
 def read_squad(path: str, answer_first: bool = True, stats: Optional[Counter] = None) -> Iterator[Pair]:
-    """Answer-aware question generation from a SQuAD v1.1 JSON file: one pair per question, source
-    (answer, passage) (or (passage, answer)) with the first listed answer, target the question.
-    ``answer_offset_mismatch`` counts answers not found at their ``answer_start``."""
+    """Answer-aware question generation from a SQuAD v1.1 JSON file: one pair per question
+    (:func:`squad_pair`) with the first listed answer."""
     stats = Counter() if stats is None else stats
     try:
         data = json.loads(_read_text(path))["data"]
@@ -228,15 +251,9 @@ def read_squad(path: str, answer_first: bool = True, stats: Optional[Counter] = 
                 context = paragraph["context"]
                 for qa in paragraph["qas"]:
                     answer = qa["answers"][0] if qa["answers"] else {"text": "", "answer_start": 0}
-                    start = int(answer["answer_start"])
-                    offset = None
-                    if context[start : start + len(answer["text"])] != answer["text"]:
-                        stats["answer_offset_mismatch"] += 1
-                    else:
-                        offset = normalized_offset(context, start)
-                    segments = (normalize(answer["text"]), normalize(context))
-                    source = segments if answer_first else segments[::-1]
-                    yield Pair(source, (normalize(qa["question"]),), offset)
+                    yield squad_pair(
+                        context, qa["question"], answer["text"], answer["answer_start"], answer_first, stats
+                    )
     except (json.JSONDecodeError, KeyError, TypeError, ValueError) as err:
         raise ValueError(f"{path}: not a SQuAD v1.1 file ({type(err).__name__}: {err})") from err
 

@@ -30,6 +30,7 @@ from ..data.pretraining.palm_fragments import (
     corpus_fragments,
 )
 from ..data.pretraining.palm_pretrain_dataset import PALMPretrainDataset
+from ..models.architecture_presets import prepare_model_config
 from ..modules.ngram_block import with_prefix_ngram_blocker
 from .shared_dictionary import SharedDictionaryTask
 
@@ -204,6 +205,7 @@ class PALMPretrainTask(SharedDictionaryTask):
         return self.datasets[split]
 
     def build_model(self, cfg, from_checkpoint=False):
+        prepare_model_config(cfg, from_checkpoint)
         if from_checkpoint:
             return super().build_model(cfg, from_checkpoint)
         build = functools.partial(super().build_model, from_checkpoint=False)

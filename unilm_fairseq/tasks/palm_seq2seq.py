@@ -18,6 +18,7 @@ from ..checkpoint.palm_init import (
 )
 from ..data.dictionary import load_dictionary_with_mask
 from ..data.skip_indices_dataset import SkipIndicesDataset
+from ..models.architecture_presets import prepare_model_config
 from .decoding_conventions import DecodingConventionsConfig, DecodingConventionsTask
 
 logger = logging.getLogger(__name__)
@@ -67,6 +68,8 @@ class PALMSeq2SeqTask(DecodingConventionsTask, TranslationTask):
 
     @classmethod
     def setup_task(cls, cfg: PALMSeq2SeqConfig, **kwargs):
+        if not cfg.data:  # fairseq's translation config defaults it to None, where a Hydra ??? leaves it
+            raise ValueError("no data directory: give the fairseq-preprocess output (task.data=DIR)")
         task = super().setup_task(cfg, **kwargs)
         if task.src_dict.symbols != task.tgt_dict.symbols:
             raise ValueError(
@@ -90,6 +93,7 @@ class PALMSeq2SeqTask(DecodingConventionsTask, TranslationTask):
         return self.datasets[split]
 
     def build_model(self, cfg, from_checkpoint=False):
+        prepare_model_config(cfg, from_checkpoint)
         if from_checkpoint:
             return super().build_model(cfg, from_checkpoint)
         if self.cfg.pretrained_checkpoint and self.cfg.pretrained_encoder:

@@ -13,6 +13,7 @@ from omegaconf import II, MISSING
 
 from ..data.dictionary import load_dictionary_with_mask
 from ..data.pretraining.segment_pairs import SPECIAL_TOKENS_PER_PAIR
+from ..models.architecture_presets import prepare_model_config
 
 logger = logging.getLogger(__name__)
 
@@ -75,6 +76,10 @@ class SharedDictionaryTask(FairseqTask):
     def __init__(self, cfg, dictionary):
         super().__init__(cfg)
         self.dictionary = dictionary
+
+    def build_model(self, cfg, from_checkpoint=False):
+        prepare_model_config(cfg, from_checkpoint)
+        return super().build_model(cfg, from_checkpoint)
 
     def build_criterion(self, cfg, from_checkpoint=False):
         if cfg is None and self.default_criterion is not None:

@@ -18,6 +18,7 @@ from omegaconf import MISSING
 
 from ..checkpoint.unilmv2_init import load_pretrained_weights
 from ..encoders.wordpiece_tokenizer import casing_choice
+from ..models.architecture_presets import prepare_model_config
 from ..modules.heads import ANSWERABILITY_CLASSES
 from ..qa.offset_tokenizers import SentencePieceOffsets, WordPieceOffsets, words_tokenizer
 from ..qa.squad_dataset import SquadWindowDataset, tokenize_examples
@@ -155,6 +156,7 @@ class SquadQATask(SharedDictionaryTask):
         return SquadWindowDataset(examples, tokenized, windows, self.dictionary, stats)
 
     def build_model(self, cfg, from_checkpoint=False):
+        prepare_model_config(cfg, from_checkpoint)
         if not from_checkpoint and cfg.max_positions < self.cfg.max_seq_length:
             logger.info("position table grows from %d to --max-seq-length %d rows", cfg.max_positions,
                         self.cfg.max_seq_length)  # fmt: skip

@@ -22,6 +22,7 @@ from ..data.pretraining.unilm_objectives import (
     UniLMObjectiveDataset,
     block_document_ranges,
 )
+from ..models.architecture_presets import prepare_model_config
 from .shared_dictionary import DOCUMENT_SEP_LEN, SharedDictionaryTask, TextBlocksConfig, text_blocks
 
 logger = logging.getLogger(__name__)
@@ -83,6 +84,7 @@ class UniLMTask(SharedDictionaryTask):
         self.mask_idx = dictionary.index("<mask>")
 
     def build_model(self, cfg, from_checkpoint=False):
+        prepare_model_config(cfg, from_checkpoint)
         segments = getattr(cfg, "num_segments", None)
         if segments is not None and segments < NUM_SEGMENTS:
             raise ValueError(

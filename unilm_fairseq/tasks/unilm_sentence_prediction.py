@@ -13,6 +13,7 @@ from fairseq.tasks import register_task
 from fairseq.tasks.sentence_prediction import SentencePredictionConfig, SentencePredictionTask
 
 from ..data.dictionary import load_dictionary_with_mask
+from ..models.architecture_presets import prepare_model_config
 
 logger = logging.getLogger(__name__)
 
@@ -24,6 +25,10 @@ class UniLMSentencePredictionTask(SentencePredictionTask):
     @classmethod
     def load_dictionary(cls, filename):
         return load_dictionary_with_mask(filename)
+
+    def build_model(self, cfg, from_checkpoint=False):
+        prepare_model_config(cfg, from_checkpoint)
+        return super().build_model(cfg, from_checkpoint)
 
     @classmethod
     def setup_task(cls, cfg, **kwargs):

@@ -17,6 +17,7 @@ from .. import seq2seq_layout
 from ..checkpoint.unilmv2_init import checkpoint_seq2seq_segments, load_pretrained_weights
 from ..data.masking import MaskingConfig
 from ..data.seq2seq.seq2seq_dataset import SOURCE_SPECIALS, TARGET_SPECIALS, Seq2SeqDataset
+from ..models.architecture_presets import prepare_model_config
 from ..models.generation import check_decoding_positions, last_decoding_position
 from ..models.unilmv2 import check_seq2seq_segments
 from .decoding_conventions import DecodingConventionsConfig, DecodingConventionsTask
@@ -200,6 +201,7 @@ class UniLMSeq2SeqTask(DecodingConventionsTask, SharedDictionaryTask):
         return seq2seq_layout.PAIR_SEGMENTS, "no --pretrained-checkpoint"
 
     def build_model(self, cfg, from_checkpoint=False):
+        prepare_model_config(cfg, from_checkpoint)
         if from_checkpoint:
             self._take_limits_from(cfg)
             self._take_segments_from(cfg)
