@@ -19,6 +19,7 @@ import argparse
 import logging
 import sys
 
+from unilm_fairseq.encoders.wordpiece_tokenizer import add_casing_arguments
 from unilm_fairseq.hf_export import LAYOUTS, ExportError, export_checkpoint
 
 logger = logging.getLogger("export_hf_checkpoint")
@@ -35,18 +36,11 @@ def main(argv=None) -> int:
     parser.add_argument(
         "--data", help="folder with the dictionary of the checkpoint's task, when it has moved since training"
     )
-    casing = parser.add_mutually_exclusive_group()
-    casing.add_argument(
-        "--lowercase",
-        dest="lowercase",
-        action="store_const",
-        const=True,
-        default=None,
-        help="tokenizer_config.json: do_lower_case true (by default the vocabulary decides: cased when it "
-        "has entries with cased letters, as --bpe wordpiece decides)",
-    )
-    casing.add_argument(
-        "--cased", dest="lowercase", action="store_const", const=False, help="do_lower_case false"
+    add_casing_arguments(
+        parser,
+        lowercase_help="tokenizer_config.json: do_lower_case true (by default the vocabulary decides: cased "
+        "when it has entries with cased letters, as --bpe wordpiece decides)",
+        cased_help="do_lower_case false",
     )
     parser.add_argument("--overwrite", action="store_true", help="replace an existing non-empty OUT_DIR")
     args = parser.parse_args(argv)

@@ -304,23 +304,22 @@ def casing_choice(
     return True if lowercase else False if cased else None
 
 
-def add_casing_arguments(parser) -> None:
-    """``--lowercase`` and ``--cased`` (at most one) of the preparation scripts, stored in ``lowercase``:
-    ``True``, ``False``, or ``None`` (neither), which lets a WordPiece vocabulary decide."""
+LOWERCASE_HELP = (
+    "lowercase the text (WordPiece: and strip accents, as BERT's uncased models); by default a WordPiece "
+    "vocabulary decides (cased when it has entries with cased letters), other tokenizers keep the case"
+)
+
+
+def add_casing_arguments(
+    parser, lowercase_help: str = LOWERCASE_HELP, cased_help: str = "keep case and accents"
+):
+    """``--lowercase`` and ``--cased`` (at most one), stored in ``lowercase``: ``True``, ``False``, or
+    ``None`` (neither), which lets a WordPiece vocabulary decide. The preparation scripts' help by default."""
     casing = parser.add_mutually_exclusive_group()
     casing.add_argument(
-        "--lowercase",
-        dest="lowercase",
-        action="store_const",
-        const=True,
-        default=None,
-        help="lowercase the text (WordPiece: and strip accents, as BERT's uncased models); by default a "
-        "WordPiece vocabulary decides (cased when it has entries with cased letters), other tokenizers "
-        "keep the case",
+        "--lowercase", dest="lowercase", action="store_const", const=True, default=None, help=lowercase_help
     )
-    casing.add_argument(
-        "--cased", dest="lowercase", action="store_const", const=False, help="keep case and accents"
-    )
+    casing.add_argument("--cased", dest="lowercase", action="store_const", const=False, help=cased_help)
 
 
 class WordPieceTokenizer:
