@@ -61,3 +61,33 @@ def corrupt_masked(
     inputs[keep] = originals[keep]
     inputs[randomize] = rng.choice(random_candidates, size=int(randomize.sum()))
     return inputs
+
+
+class MaskedInputCorruption:
+    """:func:`corrupt_masked` bound to one dictionary: its mask token, the random-replacement candidates
+    (:func:`random_token_candidates`) and the two rates. Every dataset that corrupts masked inputs holds one.
+
+    ``corruption(originals, rng)`` is ``corrupt_masked(originals, rng, mask_idx, candidates, ...)``.
+    """
+
+    def __init__(
+        self,
+        dictionary,
+        mask_idx: int,
+        leave_unmasked_prob: float = MaskingConfig.leave_unmasked_prob,
+        random_token_prob: float = MaskingConfig.random_token_prob,
+    ):
+        self.mask_idx = mask_idx
+        self.random_candidates = random_token_candidates(dictionary, mask_idx)
+        self.leave_unmasked_prob = leave_unmasked_prob
+        self.random_token_prob = random_token_prob
+
+    def __call__(self, originals: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+        return corrupt_masked(
+            originals,
+            rng,
+            self.mask_idx,
+            self.random_candidates,
+            self.leave_unmasked_prob,
+            self.random_token_prob,
+        )

@@ -8,7 +8,7 @@ from fairseq.data import data_utils
 from fairseq.data.language_pair_dataset import collate
 
 from ..complete_batches import CompleteBatchesMixin
-from ..masking import MaskingConfig, corrupt_masked, random_token_candidates
+from ..masking import MaskedInputCorruption, MaskingConfig
 from ..seeded import SeededDataset
 from .palm_fragments import Fragment
 
@@ -65,9 +65,10 @@ class PALMPretrainDataset(CompleteBatchesMixin, SeededDataset):
         self.pad, self.eos = dictionary.pad(), dictionary.eos()
         self.mask_idx = dictionary.index("<mask>")
         self.special = np.array([dictionary.bos(), dictionary.eos(), dictionary.pad(), dictionary.unk()])
-        self.random_candidates = random_token_candidates(dictionary, self.mask_idx)
+        self.corrupt = MaskedInputCorruption(
+            dictionary, self.mask_idx, leave_unmasked_prob, random_token_prob
+        )
         self.mask_prob = mask_prob
-        self.corrupt_args = dict(leave_unmasked_prob=leave_unmasked_prob, random_token_prob=random_token_prob)
         self.left_pad_source = left_pad_source
         self.shuffle = shuffle
         self.src_sizes = self.fragment[:, 3] + 1  # context + </s>
@@ -120,9 +121,7 @@ class PALMPretrainDataset(CompleteBatchesMixin, SeededDataset):
             original = source.numpy()
             masked = bert_mask_positions(~np.isin(original, self.special), rng, self.mask_prob)
             corrupted = original.copy()
-            corrupted[masked] = corrupt_masked(
-                original[masked], rng, self.mask_idx, self.random_candidates, **self.corrupt_args
-            )
+            corrupted[masked] = self.corrupt(original[masked], rng)
             mlm_target[masked] = source[masked]
             source = torch.from_numpy(corrupted)
         return {

@@ -8,7 +8,7 @@ from fairseq.data import data_utils
 
 from ... import masks
 from ..complete_batches import CompleteBatchesMixin
-from ..masking import MaskingConfig, corrupt_masked, random_token_candidates
+from ..masking import MaskedInputCorruption, MaskingConfig
 from ..seeded import SeededDataset
 from .blockwise_masking import blockwise_mask_steps
 
@@ -70,10 +70,9 @@ class PMLMDataset(CompleteBatchesMixin, SeededDataset):
         self.special = np.array([dictionary.bos(), dictionary.eos(), dictionary.pad()])
         self.mask_idx = mask_idx
         self.mask_args = dict(mask_prob=mask_prob, span_prob=span_prob, min_span=min_span, max_span=max_span)
-        self.corrupt_args = dict(leave_unmasked_prob=leave_unmasked_prob, random_token_prob=random_token_prob)
         self.ae, self.par, self.blockwise = ae, par, blockwise
         self.par_skip_unchanged = par_skip_unchanged
-        self.random_candidates = random_token_candidates(dictionary, mask_idx)
+        self.corrupt = MaskedInputCorruption(dictionary, mask_idx, leave_unmasked_prob, random_token_prob)
         context = np.asarray(dataset.sizes)
         # batching needs a fixed upper bound: the masked budget can overshoot by one span
         most_masked = np.ceil(mask_prob * context).astype(np.int64) + max_span
@@ -108,9 +107,7 @@ class PMLMDataset(CompleteBatchesMixin, SeededDataset):
 
         context = tokens.copy()
         if self.ae:
-            context[masked] = corrupt_masked(
-                tokens[masked], rng, self.mask_idx, self.random_candidates, **self.corrupt_args
-            )
+            context[masked] = self.corrupt(tokens[masked], rng)
         else:
             context[masked] = self.mask_idx
         # masked positions whose original token any [P] can read in the context

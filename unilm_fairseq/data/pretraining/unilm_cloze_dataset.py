@@ -8,7 +8,7 @@ from fairseq.data import data_utils
 
 from ... import masks
 from ..complete_batches import CompleteBatchesMixin
-from ..masking import MaskingConfig, corrupt_masked, random_token_candidates
+from ..masking import MaskedInputCorruption, MaskingConfig
 from ..seeded import SeededDataset
 from .cloze_masking import cloze_mask_picks
 from .unilm_objectives import CLOZE_STREAM, LEFT_TO_RIGHT, RIGHT_TO_LEFT, SEQ2SEQ
@@ -61,8 +61,7 @@ class UniLMClozeDataset(CompleteBatchesMixin, SeededDataset):
         self.mask_args = dict(
             mask_prob=mask_prob, span_prob=span_prob, max_span=max_span, max_predictions=max_predictions
         )
-        self.corrupt_args = dict(leave_unmasked_prob=leave_unmasked_prob, random_token_prob=random_token_prob)
-        self.random_candidates = random_token_candidates(dictionary, mask_idx)
+        self.corrupt = MaskedInputCorruption(dictionary, mask_idx, leave_unmasked_prob, random_token_prob)
 
     def __len__(self):
         return len(self.dataset)
@@ -91,9 +90,7 @@ class UniLMClozeDataset(CompleteBatchesMixin, SeededDataset):
         picks = cloze_mask_picks(~np.isin(tokens, self.special), rng, **self.mask_args)
         masked = np.concatenate(picks) if picks else np.zeros(0, dtype=np.int64)
         source, target = tokens.copy(), np.full_like(tokens, self.pad)
-        source[masked] = corrupt_masked(
-            tokens[masked], rng, self.mask_idx, self.random_candidates, **self.corrupt_args
-        )
+        source[masked] = self.corrupt(tokens[masked], rng)
         target[masked] = tokens[masked]
         item.update(
             id=index,

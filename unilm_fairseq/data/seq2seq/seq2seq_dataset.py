@@ -9,7 +9,7 @@ from fairseq.data import data_utils
 from ... import seq2seq_layout
 from ...seq2seq_layout import FinetuneMethod
 from ..complete_batches import CompleteBatchesMixin
-from ..masking import MaskingConfig, corrupt_masked, random_token_candidates
+from ..masking import MaskedInputCorruption, MaskingConfig
 from ..seeded import SeededDataset
 
 # "[SOS]" and "[EOS]" around the source; the target ends with its own "[EOS]"
@@ -63,9 +63,10 @@ class Seq2SeqDataset(CompleteBatchesMixin, SeededDataset):
         self.max_target_positions = max_target_positions
         self.target_mask_prob = target_mask_prob
         self.word_drop_prob = word_drop_prob
-        self.corrupt_args = dict(leave_unmasked_prob=leave_unmasked_prob, random_token_prob=random_token_prob)
         self.mask_idx = dictionary.index("<mask>")
-        self.random_candidates = random_token_candidates(dictionary, self.mask_idx)
+        self.corrupt = MaskedInputCorruption(
+            dictionary, self.mask_idx, leave_unmasked_prob, random_token_prob
+        )
         self.indices = np.arange(len(src)) if indices is None else np.asarray(indices)
         # src lines end with </s>; the item adds [SOS]
         self.src_sizes = np.minimum(np.asarray(src.sizes)[self.indices] + 1, max_source_positions)
@@ -111,15 +112,11 @@ class Seq2SeqDataset(CompleteBatchesMixin, SeededDataset):
             if not chosen.any():
                 chosen[rng.integers(len(target))] = True  # every example predicts something
             predict = torch.from_numpy(chosen)
-            noisy = corrupt_masked(
-                target.numpy()[chosen], rng, self.mask_idx, self.random_candidates, **self.corrupt_args
-            )
+            noisy = self.corrupt(target.numpy()[chosen], rng)
             inputs[predict] = torch.from_numpy(noisy)
         elif self.method == FinetuneMethod.PSEUDO_MASKED and self.word_drop_prob > 0:
             dropped = rng.random(len(target)) < self.word_drop_prob
-            noisy = corrupt_masked(
-                target.numpy()[dropped], rng, self.mask_idx, self.random_candidates, **self.corrupt_args
-            )
+            noisy = self.corrupt(target.numpy()[dropped], rng)
             inputs[torch.from_numpy(dropped)] = torch.from_numpy(noisy)
         item.update(target=target, target_inputs=inputs, predict=predict)
         return item
