@@ -5,11 +5,11 @@ Each check runs in a fresh interpreter, so nothing another test imported, patche
 
 import importlib.metadata as metadata
 import json
-import re
 import subprocess
 import sys
 
 import pytest
+from packaging.requirements import Requirement
 
 ROOT_DISTRIBUTION = "unilm_fairseq"
 EXTRAS = ("test",)  # the suite runs in an environment set up with --test
@@ -19,20 +19,10 @@ def fresh_python(code: str, timeout: int = 300) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=timeout)
 
 
-def requirement_name(requirement: str) -> str:
-    return re.split(r"[\s;<>=!~\[(]", requirement.strip(), maxsplit=1)[0]
-
-
-def applies(requirement: str, extras) -> bool:
+def applies(requirement: Requirement, extras) -> bool:
     """Whether ``requirement``'s environment marker holds here, for the given extras."""
-    if ";" not in requirement:
-        return True
-    from packaging.requirements import Requirement
-
-    marker = Requirement(requirement).marker
-    if marker is None:
-        return True
-    return any(marker.evaluate({"extra": extra}) for extra in (extras or ("",)))
+    marker = requirement.marker
+    return marker is None or any(marker.evaluate({"extra": extra}) for extra in (extras or ("",)))
 
 
 def installed_dependencies():
@@ -49,15 +39,15 @@ def installed_dependencies():
         except metadata.PackageNotFoundError:
             continue
         seen[key] = dist
-        for requirement in dist.requires or []:
+        for requirement in map(Requirement, dist.requires or []):
             if applies(requirement, extras):
-                queue.append((requirement_name(requirement), ()))
+                queue.append((requirement.name, ()))
     return seen
 
 
 def top_level_modules(dist) -> list:
     """The importable top-level modules a distribution installs (from its file list). A top-level ``tests``
-    package some distributions ship is left out: importing it would shadow nothing of theirs but ours."""
+    package some distributions ship is left out: the name would find this repository's own tests instead."""
     files = [path.parts for path in dist.files or []]
     packages = {parts[0] for parts in files if len(parts) == 2 and parts[1] == "__init__.py"}
     names = set(packages)
