@@ -18,11 +18,10 @@ or score given ones.
 from typing import Dict, List, Union
 
 import numpy as np
-import torch
 from fairseq.data import LanguagePairDataset, data_utils
 from torch import Tensor, nn
 
-from .unilm import Tokens, UniLMHubInterface
+from .unilm import Tokens, UniLMHubInterface, is_one_input
 
 
 class PALMHubInterface(UniLMHubInterface):
@@ -57,7 +56,7 @@ class PALMHubInterface(UniLMHubInterface):
         Returns:
             ``(B, S, C)``, right-padded to the longest input with zeros on padding.
         """
-        if isinstance(tokens, str) or (torch.is_tensor(tokens) and tokens.dim() == 1):
+        if is_one_input(tokens):
             tokens = [tokens]
         tokens = [self.encode(t) if isinstance(t, str) else t for t in tokens]
         pad = self.src_dict.pad()

@@ -59,6 +59,11 @@ Tokens = Union[Tensor, Sequence[Tensor]]
 Inputs = Union[str, Tensor, Sequence[Union[str, Tensor]]]
 
 
+def is_one_input(inputs: Inputs) -> bool:
+    """Whether ``inputs`` is one text or one ``(T,)`` id tensor, rather than a list of them."""
+    return isinstance(inputs, str) or (torch.is_tensor(inputs) and inputs.dim() == 1)
+
+
 class UniLMHubInterface(GeneratorHubInterface):
     """A loaded ``unilm_seq2seq`` model with its dictionary and text encoder (see the module docstring)."""
 
@@ -156,7 +161,7 @@ class UniLMHubInterface(GeneratorHubInterface):
                 f"nbest={nbest} needs 1 <= nbest <= beam (beam={beam}): the search keeps beam hypotheses "
                 "per input"
             )
-        single = isinstance(inputs, str) or (torch.is_tensor(inputs) and inputs.dim() == 1)
+        single = is_one_input(inputs)
         if single:
             inputs = [inputs]
         texts = all(isinstance(x, str) for x in inputs)
@@ -275,7 +280,7 @@ class UniLMHubInterface(GeneratorHubInterface):
 
     def _as_ids(self, inputs: Inputs, name: str) -> Tuple[List[Tensor], bool]:
         """Texts or ids (ending with ``</s>``) -> ids on the CPU, and whether one input was given."""
-        single = isinstance(inputs, str) or (torch.is_tensor(inputs) and inputs.dim() == 1)
+        single = is_one_input(inputs)
         ids = []
         for i, item in enumerate([inputs] if single else inputs):
             if isinstance(item, str):
@@ -349,7 +354,7 @@ class UniLMHubInterface(GeneratorHubInterface):
             A causal model's source segment is "[SOS] tokens" without the [EOS], which its decoder
             feeds as the start token (s2s-ft §2.1, Figure 1a): that row is zero too.
         """
-        if isinstance(tokens, str) or (torch.is_tensor(tokens) and tokens.dim() == 1):
+        if is_one_input(tokens):
             tokens = [tokens]
         tokens = [self.encode(t) if isinstance(t, str) else t.cpu() for t in tokens]
         dataset = self.task.build_dataset_for_inference(tokens, [t.numel() for t in tokens])
