@@ -198,3 +198,46 @@ def test_par_skip_unchanged_gradient_of_skipped_pseudo_masks():
     touches_skip = par_loss_touches(model, skip, criterion)
     assert not touches_skip[alone].any()
     assert touches_skip[pseudo & ~alone].all()  # targets, and skipped [P] their step-mates read
+
+
+class RiggedModel(torch.nn.Module):
+    """Returns logits whose top token is the original for the rows in ``correct_rows`` only."""
+
+    def __init__(self, sample, vocab_size, correct_rows):
+        super().__init__()
+        self.target = sample["target"][sample["net_input"]["masked_tokens"]]  # N
+        self.vocab_size, self.correct_rows = vocab_size, set(correct_rows)
+
+    def forward(self, masked_tokens, **unused):
+        logits = torch.zeros(len(self.target), self.vocab_size)
+        for row, token in enumerate(self.target.tolist()):
+            top = token if row in self.correct_rows else (token + 1) % self.vocab_size
+            logits[row, top] = 5.0
+        return logits, None
+
+
+def test_masked_token_accuracy_counts_top1_hits_per_objective():
+    d = make_dictionary()
+    sample = batch(d)
+    is_ae = sample["ae_mask"][sample["net_input"]["masked_tokens"]].tolist()
+    ae_rows = [row for row, ae in enumerate(is_ae) if ae]
+    par_rows = [row for row, ae in enumerate(is_ae) if not ae]
+    # three AE predictions and one PAR prediction right, every other one wrong
+    model = RiggedModel(sample, len(d), ae_rows[:3] + par_rows[:1])
+    _, _, log = AEPARCriterion(Task(d))(model, sample)
+    assert int(log["ae_correct"]) == 3 and int(log["par_correct"]) == 1
+    with metrics.aggregate() as agg:
+        AEPARCriterion.reduce_metrics([log, log])  # two workers: counts add up
+    values = agg.get_smoothed_values()
+    assert values["ae_acc"] == pytest.approx(100 * 3 / len(ae_rows), abs=0.01)
+    assert values["par_acc"] == pytest.approx(100 * 1 / len(par_rows), abs=0.01)
+
+
+def test_masked_token_accuracy_of_a_real_model_matches_its_argmax():
+    d = make_dictionary()
+    model, sample = tiny_model(d), batch(d)
+    _, _, log = AEPARCriterion(Task(d))(model, sample)
+    logits, _ = model(**{**sample["net_input"], "masked_tokens": None})  # B x T x V
+    hits = logits.argmax(-1) == sample["target"]
+    assert int(log["ae_correct"]) == int(hits[sample["ae_mask"]].sum())
+    assert int(log["par_correct"]) == int(hits[sample["par_mask"]].sum())

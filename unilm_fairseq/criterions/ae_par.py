@@ -32,6 +32,10 @@ class AEPARCriterion(FairseqCriterion):
     masked / PAR tokens). Then ``loss = ae_loss + par_loss * par_tokens /
     sample_size``, and ``par_skipped`` logs the fraction of masked tokens left
     out of PAR.
+
+    ``ae_acc`` and ``par_acc`` are masked-token top-1 accuracies in percent:
+    the share of each objective's predictions whose highest-scoring token is
+    the original one (the held-out probe of how well the model fills masks).
     """
 
     def __init__(self, task, label_smoothing: float = 0.0):
@@ -45,6 +49,8 @@ class AEPARCriterion(FairseqCriterion):
         is_ae = sample["ae_mask"][predicted]
         loss, nll = token_losses(logits, target, self.label_smoothing)
         ae_loss, par_loss = loss[is_ae].sum(), loss[~is_ae].sum()
+        correct = logits.argmax(dim=-1) == target  # N
+        ae_correct, par_correct = (correct & is_ae).sum(), (correct & ~is_ae).sum()
         # AE is on whenever PAR targets are skipped, so every masked token is in the loss
         sample_size = sample["num_masked"]
         logging_output = {
@@ -52,6 +58,8 @@ class AEPARCriterion(FairseqCriterion):
             "nll_loss": nll.sum().data,
             "ae_loss": ae_loss.data,
             "par_loss": par_loss.data,
+            "ae_correct": ae_correct.data,
+            "par_correct": par_correct.data,
             "ae_tokens": int(is_ae.sum()),
             "par_tokens": int((~is_ae).sum()),
             "par_skipped": sample["num_par_skipped"],
@@ -75,6 +83,7 @@ class AEPARCriterion(FairseqCriterion):
             count = total(f"{name}_tokens")
             if count:
                 log_base2(f"{name}_loss", total(f"{name}_loss"), count)
+                metrics.log_scalar(f"{name}_acc", 100.0 * total(f"{name}_correct") / count, count, round=2)
         skipped = total("par_skipped")
         if skipped:
             metrics.log_scalar("par_skipped", skipped / sample_size, sample_size, round=3)
