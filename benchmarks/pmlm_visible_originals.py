@@ -43,7 +43,6 @@ from unilm_fairseq.data.pretraining.pmlm_dataset import CONTEXT, PSEUDO
 from unilm_fairseq.tasks.pmlm import PMLMConfig, PMLMTask
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-BIN = os.path.dirname(sys.executable)
 MODES = {"blockwise (default)": False, "--no-blockwise": True}
 
 
@@ -67,7 +66,7 @@ def prepare(work: str, max_docs: int, vocab_size: int) -> str:
     subprocess.run([sys.executable, os.path.join(REPO, "scripts", "prepare_corpus.py"), "--out", text,
                     "--max-docs", str(max_docs), "--valid-docs", "1", "--vocab-size", str(vocab_size)],
                    **run)  # fmt: skip
-    subprocess.run([os.path.join(BIN, "fairseq-preprocess"), "--only-source", "--trainpref",
+    subprocess.run([sys.executable, "-m", "fairseq_cli.preprocess", "--only-source", "--trainpref",
                     os.path.join(text, "train.spm"), "--destdir", data_bin, "--workers", "1"],
                    **run)  # fmt: skip
     return data_bin

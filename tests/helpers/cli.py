@@ -3,22 +3,49 @@ reading their training records."""
 
 import os
 import re
+import shutil
 import subprocess
 import sys
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 BIN = os.path.dirname(sys.executable)
+# fairseq's console scripts and the modules behind them (its setup.py entry points)
+FAIRSEQ_SCRIPTS = ("preprocess", "train", "hydra_train", "generate", "interactive", "validate", "eval_lm",
+                   "score")  # fmt: skip
+FAIRSEQ_MODULES = {f"fairseq-{name.replace('_', '-')}": f"fairseq_cli.{name}" for name in FAIRSEQ_SCRIPTS}
+
+
+def command(name):
+    """The command line that runs the console script ``name`` with the tests' interpreter.
+
+    A script beside ``sys.executable`` (a virtual environment, activated or not) runs as it is; where the
+    packages were installed elsewhere (``pip --target``, a user site), fairseq's scripts run as their
+    modules under this interpreter, and any other script is found on ``PATH`` as a shell would find it.
+    """
+    if os.path.isabs(name):
+        return [name]
+    if name in ("python", "python3"):
+        return [sys.executable]
+    beside = os.path.join(BIN, name)
+    if os.path.isfile(beside) and os.access(beside, os.X_OK):
+        return [beside]
+    if name in FAIRSEQ_MODULES:
+        return [sys.executable, "-m", FAIRSEQ_MODULES[name]]
+    found = shutil.which(name)
+    if found is None:
+        raise FileNotFoundError(f"{name}: not beside {sys.executable} and not on PATH")
+    return [found]
 
 
 def run_cli(args, cwd=REPO, env=None, check=True, timeout=900, input_text=None):
     """Run a console script of this environment (``fairseq-train`` ...) and return the process."""
-    exe = args[0] if os.path.isabs(args[0]) else os.path.join(BIN, args[0])
+    exe = command(args[0])
     # this checkout's plugin first: scripts/ and console scripts would otherwise import an installed copy
     path = os.pathsep.join(p for p in (REPO, os.environ.get("PYTHONPATH")) if p)
     full_env = dict(os.environ, PYTHONWARNINGS="ignore", OMP_NUM_THREADS="1", PYTHONPATH=path)
     full_env.update(env or {})
     proc = subprocess.run(
-        [exe, *args[1:]],
+        [*exe, *args[1:]],
         cwd=cwd,
         env=full_env,
         capture_output=True,

@@ -13,7 +13,7 @@ from unilm_fairseq.prepare import seq2seq_sources as sources
 from unilm_fairseq.prepare.qg_windows import AnswerWindow, answer_window, grow, sentence_ends
 from unilm_fairseq.prepare.seq2seq_sources import Pair, WordPieceTokenizer
 
-from ..helpers.cli import BIN, REPO, run_cli
+from ..helpers.cli import REPO, run_cli
 
 SCRIPT = os.path.join(REPO, "scripts", "prepare_seq2seq_data.py")
 SEP = "[SEP]"
@@ -218,7 +218,7 @@ def test_cli_windows_and_counts(tmp_path):
     )
     common = ["--format", "squad_qg", "--input", raw, "--splits", "train", "--qg-order", "passage_answer",
               "--max-source-tokens", 30]  # fmt: skip
-    proc = run_cli([os.path.join(BIN, "python"), SCRIPT, *map(str, common), "--output", str(tmp_path / "w")])
+    proc = run_cli(["python", SCRIPT, *map(str, common), "--output", str(tmp_path / "w")])
     src = (tmp_path / "w" / "train.src").read_text().splitlines()
     assert src == [
         f"{joined(9, 11)} {SEP} item11",
@@ -228,7 +228,7 @@ def test_cli_windows_and_counts(tmp_path):
     assert "2 cut to a passage window around the answer, 1 of them away from the passage start" in proc.stderr
     assert "1 answers not found in their passage" in proc.stderr and "truncated 3 sources" in proc.stderr
     # --qg-window head: the old plain truncation, which loses the answer at the end
-    head = run_cli([os.path.join(BIN, "python"), SCRIPT, *map(str, common), "--output", str(tmp_path / "h"),
+    head = run_cli(["python", SCRIPT, *map(str, common), "--output", str(tmp_path / "h"),
                     "--qg-window", "head"])  # fmt: skip
     head_src = (tmp_path / "h" / "train.src").read_text().splitlines()
     assert head_src[0].split() == PASSAGE.split()[:30]

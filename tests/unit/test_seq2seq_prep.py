@@ -11,7 +11,7 @@ from unilm_fairseq.encoders.wordpiece_tokenizer import basic_tokenize
 from unilm_fairseq.prepare import seq2seq_sources as sources
 from unilm_fairseq.prepare.seq2seq_sources import Pair, WordPieceTokenizer
 
-from ..helpers.cli import BIN, REPO, run_cli
+from ..helpers.cli import REPO, run_cli
 
 FIXTURES = os.path.join(REPO, "tests", "fixtures", "seq2seq")
 SCRIPT = os.path.join(REPO, "scripts", "prepare_seq2seq_data.py")
@@ -51,7 +51,7 @@ FESTIVAL = (
 
 def prepare(*args, check=True):
     """Run the CLI with this environment's python; returns the process (stderr holds the log)."""
-    return run_cli([os.path.join(BIN, "python"), SCRIPT, *map(str, args)], check=check, timeout=300)
+    return run_cli(["python", SCRIPT, *map(str, args)], check=check, timeout=300)
 
 
 def read(directory, split):

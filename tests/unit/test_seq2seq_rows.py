@@ -15,7 +15,7 @@ from unilm_fairseq.prepare import seq2seq_rows as rows
 from unilm_fairseq.prepare import seq2seq_sources as sources
 from unilm_fairseq.prepare.seq2seq_sources import Pair
 
-from ..helpers.cli import BIN, REPO, run_cli
+from ..helpers.cli import REPO, run_cli
 
 SCRIPT = os.path.join(REPO, "scripts", "prepare_seq2seq_data.py")
 
@@ -61,7 +61,7 @@ def read_all(layout, paths, **kwargs):
 
 
 def prepare(*args, check=True):
-    return run_cli([os.path.join(BIN, "python"), SCRIPT, *map(str, args)], check=check, timeout=300)
+    return run_cli(["python", SCRIPT, *map(str, args)], check=check, timeout=300)
 
 
 def read_split(directory, split):
