@@ -79,8 +79,9 @@ def pretrained_segments(segment_rows: int) -> Tuple[int, int]:
     seq2seq LM's source and target being 4 and 5 (the numbering of the original release, see
     :mod:`unilm_fairseq.data.pretraining.unilm_objectives`), and seq2seq fine-tuning "is similar to
     pre-training" (§2.5), so a v1 model is fine-tuned and decodes with the ids of its seq2seq LM. The
-    rule (this project's choice): a table of UniLM v1's six rows or more means v1 pre-training, so 4/5;
-    any smaller table (BERT's two, one, or none) means 0/1.
+    rule (this project's choice, for checkpoints that record no ids): a table of UniLM v1's six rows or
+    more means v1 pre-training, so 4/5, as UniLM v1's code fine-tunes; any smaller table (BERT's two, one,
+    or none) means 0/1, s2s-ft's default. The original s2s-ft code would take 0/1 for six rows too.
     """
     return UNILM_V1_SEGMENTS if segment_rows >= NUM_SEGMENTS else PAIR_SEGMENTS
 

@@ -9,6 +9,7 @@ from fairseq.utils import safe_getattr
 
 from .. import seq2seq_layout
 from ..models.unilmv2 import SEGMENT_TABLE, TOKEN_TABLE
+from .converted import TYPE_ID_KEYS, converted_type_ids
 from .fitting import VOCABULARY_HINT, check_fits, load_fitting_state
 
 logger = logging.getLogger(__name__)
@@ -49,10 +50,13 @@ def load_pretrained_weights(model, path: str) -> None:
 def checkpoint_seq2seq_segments(path: str) -> Tuple[Tuple[int, int], str]:
     """The source and target segment ids s2s-ft fine-tuning from the checkpoint ``path`` uses, and why.
 
-    A checkpoint fine-tuned by ``--task unilm_seq2seq`` keeps the ids its config records (0/1 when it
-    predates the record). Any other checkpoint (pre-trained, converted) is judged by its segment
-    table: UniLM v1's six rows or more mean 4/5, fewer 0/1
-    (:func:`unilm_fairseq.seq2seq_layout.pretrained_segments`).
+    What the checkpoint records wins; only a checkpoint that records nothing is judged by its segment table:
+
+    1. fine-tuned by ``--task unilm_seq2seq``: the ids its config records (0/1 when it predates the record);
+    2. converted from a model whose ``config.json`` gives ``source_type_id``/``target_type_id``: those, a
+       missing one taking 0 or 1 as the original s2s-ft code's config does;
+    3. anything else (pre-trained here, converted without them): UniLM v1's six segment rows or more mean
+       4/5, fewer 0/1 (:func:`unilm_fairseq.seq2seq_layout.pretrained_segments`).
 
     Returns:
         ``((source, target), reason)``; the reason is for the log.
@@ -67,6 +71,17 @@ def checkpoint_seq2seq_segments(path: str) -> Tuple[Tuple[int, int], str]:
             int(safe_getattr(model, "seq2seq_target_segment", seq2seq_layout.TARGET_SEGMENT)),
         )
         return segments, f"{path} was fine-tuned by --task {FINETUNING_TASK} with them"
+    recorded = converted_type_ids(state)
+    if recorded is not None and any(i is not None for i in recorded):
+        segments = tuple(
+            default if i is None else i for i, default in zip(recorded, seq2seq_layout.PAIR_SEGMENTS)
+        )
+        return segments, f"{path} records them: its config.json's {'/'.join(TYPE_ID_KEYS)}"
     table = state["model"].get(SEGMENT_TABLE)
     rows = 0 if table is None else table.size(0)
-    return seq2seq_layout.pretrained_segments(rows), f"{path} has {rows} segment embeddings"
+    segments = seq2seq_layout.pretrained_segments(rows)
+    if segments == seq2seq_layout.UNILM_V1_SEGMENTS:
+        rule = "UniLM v1's seq2seq LM ids, as UniLM v1's code fine-tunes such a model"
+    else:
+        rule = "BERT's sentence A/B, s2s-ft's default"
+    return segments, f"{path} records none and has {rows} segment embeddings: {rule}"

@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from typing import Optional
 
 from .. import seq2seq_layout
+from ..checkpoint.converted import TYPE_ID_KEYS
 from ..models.unilmv2 import UniLMv2Config
 
 CONFIG_FILE = "config.json"
@@ -39,8 +40,6 @@ BERT_LAYER_NORM_EPS = 1e-12
 BERT_DROPOUT = 0.1
 # the two segments UniLM uses (source/target, or sentence A/B)
 MIN_SEGMENTS = 2
-# config.json fields of s2s-ft's configs: the segment ids of source and target
-TYPE_ID_KEYS = ("source_type_id", "target_type_id")
 
 
 class ConversionError(ValueError):

@@ -17,7 +17,7 @@ from fairseq.data import Dictionary
 from fairseq.dataclass.configs import FairseqConfig
 from omegaconf import OmegaConf
 
-from ..checkpoint.converted import load_converted_weights
+from ..checkpoint.converted import ORIGIN_KEY, TYPE_ID_KEYS, load_converted_weights
 from ..checkpoint.fitting import CheckpointMismatch
 from ..data.dictionary import dictionary_from_lines
 from ..models.unilmv2 import TOKEN_TABLE, UniLMv2Config, UniLMv2Model
@@ -36,7 +36,6 @@ ARGS_FILE = "model_args.txt"
 TASK_NAME = "pmlm"  # its setup_task reads data/dict.txt, nothing else
 ARCH = "unilmv2_base"  # any unilmv2 architecture: the flags in ARGS_FILE set every size
 HEAD_INIT_SEED = 0  # a missing MLM head is initialised the same way on every run
-ORIGIN_KEY = "hf_import"  # the extra_state entry of a converted checkpoint: where it came from
 
 
 def _dictionary(text: str, vocab_file: str, mapped: MappedWeights, source: SourceConfig, weights_file: str):
@@ -209,7 +208,13 @@ def convert_hf_checkpoint(
             weights_file,
         )
 
-    origin = {"model_dir": os.path.abspath(model_dir), "model_type": source.format}
+    # what config.json says of s2s-ft's segment ids, None where it says nothing: fine-tuning keeps recorded
+    # ids and infers only missing ones (checkpoint.unilmv2_init.checkpoint_seq2seq_segments)
+    origin = {
+        "model_dir": os.path.abspath(model_dir),
+        "model_type": source.format,
+        **dict(zip(TYPE_ID_KEYS, (source.source_type_id, source.target_type_id))),
+    }
     args = " ".join(model_args(cfg))
     write_files(
         out_dir,

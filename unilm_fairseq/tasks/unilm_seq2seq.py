@@ -90,9 +90,10 @@ class UniLMSeq2SeqConfig(DecodingConventionsConfig):
         default=AUTO,
         metadata={"help": "segment ids source-target (the target's [M]/[P] included): 0-1 (BERT's sentence "
                   "A/B) or 4-5 (UniLM v1's seq2seq LM identifiers, Dong et al. 2019 §2.1). auto: when "
-                  "training, 4-5 if --pretrained-checkpoint has UniLM v1's 6 segment embeddings (or was "
-                  "fine-tuned with 4-5), else 0-1; when generating, the ids the checkpoint records. Given "
-                  "for generation, it overrides the checkpoint's (with a warning)"},
+                  "training, the ids --pretrained-checkpoint records (fine-tuned here, or converted from a "
+                  "config.json with source_type_id/target_type_id); where it records none, 4-5 if it has "
+                  "UniLM v1's 6 segment embeddings, else 0-1; when generating, the ids the checkpoint "
+                  "records. Given for generation, it overrides the checkpoint's (with a warning)"},
     )  # fmt: skip
     seed: int = II("common.seed")
 
