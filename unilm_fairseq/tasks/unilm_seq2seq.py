@@ -59,8 +59,9 @@ class UniLMSeq2SeqConfig(DecodingConventionsConfig):
     target_word_drop_prob: float = field(
         default=0.0,
         metadata={
-            "help": "pseudo-masked method: fraction of real target inputs corrupted 80/10/10 "
-            "([M]/random/unchanged), s2s-ft's target mask probability for this method"
+            "help": "pseudo-masked and causal methods: fraction of the fed target tokens (causal: not the "
+            "start token) corrupted 80/10/10 ([M]/random/unchanged); the predictions stay the original "
+            "tokens. s2s-ft's --target_mask_prob for these methods (its causal training defaults to 0.5)"
         },
     )
     leave_unmasked_prob: float = field(

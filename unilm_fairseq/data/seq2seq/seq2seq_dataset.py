@@ -25,8 +25,11 @@ class Seq2SeqDataset(CompleteBatchesMixin, SeededDataset):
     string, the task's ``--finetune-method``; see
     :mod:`unilm_fairseq.seq2seq_layout`), its noise seeded per (seed, epoch, index):
 
-    * causal: no noise; the layout feeds the source's ``[EOS]`` as the target side's start
-      token and every target token but the last (s2s-ft §2.1, Figure 1a);
+    * causal: the layout feeds the source's ``[EOS]`` as the target side's start token and every
+      target token but the last (s2s-ft §2.1, Figure 1a); ``word_drop_prob`` of the fed target
+      tokens (start token excluded) are corrupted 80/10/10, as the original s2s-ft code's causal
+      training (``--mask_way v0``) does with its ``--target_mask_prob``; the predictions stay the
+      original tokens. Off (0) by default;
     * masked: ``target_mask_prob`` of the target tokens (at least one, ``[EOS]``
       included) are predicted; their inputs are corrupted 80/10/10;
     * pseudo-masked: ``word_drop_prob`` of the real target inputs are corrupted
@@ -114,8 +117,12 @@ class Seq2SeqDataset(CompleteBatchesMixin, SeededDataset):
             predict = torch.from_numpy(chosen)
             noisy = self.corrupt(target.numpy()[chosen], rng)
             inputs[predict] = torch.from_numpy(noisy)
-        elif self.method == FinetuneMethod.PSEUDO_MASKED and self.word_drop_prob > 0:
-            dropped = rng.random(len(target)) < self.word_drop_prob
+        elif self.word_drop_prob > 0:
+            # pseudo-masked feeds every target token, causal all but the last (its start token is the
+            # source's [EOS], never corrupted, like s2s-ft's start token at target position 0)
+            fed = len(target) - 1 if self.method == FinetuneMethod.CAUSAL else len(target)
+            dropped = np.zeros(len(target), dtype=bool)
+            dropped[:fed] = rng.random(fed) < self.word_drop_prob
             noisy = self.corrupt(target.numpy()[dropped], rng)
             inputs[torch.from_numpy(dropped)] = torch.from_numpy(noisy)
         item.update(target=target, target_inputs=inputs, predict=predict)
