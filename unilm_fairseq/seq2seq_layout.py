@@ -13,10 +13,17 @@ pre-trained by UniLM v1, whose seq2seq LM was trained with them (Dong et al. 201
   target side as the start token: target segment, position ``S - 1``, causal attention. Then come
   ``t_1 .. t_{n-1}`` (target segment, ``t_j`` at position ``S - 1 + j``); the last target token
   (``[EOS]``) is predicted but never fed. The output at the start token predicts ``t_1`` and the
-  output at ``t_j`` predicts ``t_{j+1}``. The original code lays out exactly these tokens: it packs
-  "[CLS] source" with "[SEP] t_1 .. t_{n-1}", and its decoder feeds ``[SEP]`` first. Token ids and
-  positions are those of the other methods' source followed by their targets; only the ``[EOS]``
-  changes side.
+  output at ``t_j`` predicts ``t_{j+1}``. This is the released s2s-ft code's layout: its training
+  (``s2s-ft/s2s_ft/utils.py``, ``Seq2seqDatasetForBert`` with mask way ``v0``) packs "[CLS] source"
+  (no [SEP]) with "[SEP] t_1 .. t_{n-1}", and its decoding (``s2s-ft/decode_seq2seq.py`` and
+  ``s2s-ft/s2s_ft/s2s_loader.py`` with ``--pos_shift``) encodes "[CLS] source" and feeds ``[SEP]`` as
+  the start token. Token ids and positions are those of the other methods' source followed by their
+  targets; only the ``[EOS]`` changes side. UniLM v1's code lays causal fine-tuning out differently
+  (``unilm-v1/src/biunilm/seq2seq_loader.py``, ``Preprocess4Seq2seq`` and ``Preprocess4Seq2seqDecoder``
+  with ``pos_shift``): the source keeps its [SEP] and a separate start token, ``[S2S_SOS]`` (the
+  vocabulary's ``[unused18]``, ``pytorch_pretrained_bert/tokenization.py``), follows it: "[CLS] source
+  [SEP] [S2S_SOS] t_1 ..". The paper's Figure 1 caption also names a start token [SOS] besides [CLS]
+  and [SEP] (s2s-ft §2.1). That layout is not offered here (docs/finetuning.md says why).
 * ``masked``: ``[source | target inputs]`` with the seq2seq mask; the target
   inputs hold ``[M]`` (or a random or unchanged token) at the predicted
   positions, each predicted at its own position.
