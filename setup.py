@@ -21,6 +21,9 @@ setup(
         "rouge-score>=0.1.2",
         # fairseq's --tensorboard-logdir writer (fairseq warns on every command when it is missing)
         "tensorboardX>=2.5",
+        # model.safetensors weights: the importer reads them (the main job's MiniLM ships only this format)
+        # and the exporter writes them
+        "safetensors>=0.3",
     ],
     extras_require={
         # transformers: parity tests of imported checkpoints (no torch pin: it uses the installed one);
@@ -36,7 +39,7 @@ setup(
             # the Parquet fixtures of scripts/prepare_seq2seq_data.py's tests
             "pyarrow>=12",
         ],
-        # scripts/convert_hf_checkpoint.py on model.safetensors files
+        # kept for old install commands: safetensors is a main dependency now
         "hf": ["safetensors>=0.3"],
         # METEOR (unilm_fairseq.scoring.metrics.meteor); WordNet data: bash scripts/setup_wordnet.sh
         "meteor": ["nltk>=3.8"],
