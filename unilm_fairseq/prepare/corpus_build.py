@@ -1,0 +1,73 @@
+"""Per-document work and bookkeeping of ``scripts/build_pretraining_corpus.py``.
+
+:func:`process_item` runs in a worker process: it reads one document
+(:func:`~.corpus_sources.read_document`), digests its normalized text for deduplication and
+WordPiece-tokenizes each sentence with the plugin's ``--bpe wordpiece`` encoder, exactly as
+``scripts/tokenize_text.py`` does. :class:`CorpusStats` keeps the counts per source.
+"""
+
+import time
+from collections import Counter
+from dataclasses import dataclass
+from typing import Dict, List, Optional, Tuple
+
+from ..encoders.wordpiece import WordPieceBPE, WordPieceConfig
+from .corpus_sources import SKIP_REASONS, WorkItem, read_document
+from .corpus_text import document_hash
+
+_encoder: Optional[WordPieceBPE] = None
+
+
+def init_worker(vocab: str) -> None:
+    """Build the tokenizer once per worker; casing follows the vocabulary (uncased: lowercased)."""
+    global _encoder
+    _encoder = WordPieceBPE(WordPieceConfig(wordpiece_vocab=vocab))
+
+
+def process_item(item: WorkItem) -> Tuple[str, str, List[str], int, bytes]:
+    """``(source, status, tokenized sentences, bytes read, digest)`` of one work item."""
+    status, sentences, num_bytes = read_document(item)
+    if status != "ok":
+        return item[0], status, [], num_bytes, b""
+    lines = [" ".join(_encoder.encode(s).split()) for s in sentences]
+    lines = [line for line in lines if line]
+    if not lines:
+        return item[0], "empty", [], num_bytes, b""
+    return item[0], "ok", lines, num_bytes, document_hash(sentences)
+
+
+@dataclass
+class CorpusStats:
+    sources: Dict[str, Counter]
+    tokens: int
+    started: float
+
+    def progress(self, current: str) -> str:
+        elapsed = time.monotonic() - self.started
+        files = sum(per["files"] for per in self.sources.values())
+        return (
+            f"{files} items read, {self.tokens} tokens ({self.tokens / max(elapsed, 1e-9):.0f}/s), "
+            f"{elapsed:.0f} s; now reading {current}"
+        )
+
+    def summary(self, num_shards: int, disk: int, data: str) -> str:
+        """A table of documents, sentences, tokens, skips and input size per source, and the total."""
+        columns = ("files", "train_documents", "valid_documents", "train_sentences", "valid_sentences",
+                   "train_tokens", "valid_tokens", "duplicate", *SKIP_REASONS)  # fmt: skip
+        header = f"{'source':16} {'MB read':>8} " + " ".join(f"{c:>15}" for c in columns)
+        rows = [header]
+        total: Counter = Counter()
+        for name, per in self.sources.items():
+            total.update(per)
+            rows.append(f"{name:16} {per['bytes'] / 1e6:8.1f} " + " ".join(f"{per[c]:15d}" for c in columns))
+        rows.append(f"{'total':16} {total['bytes'] / 1e6:8.1f} " + " ".join(f"{total[c]:15d}" for c in columns))
+        elapsed = time.monotonic() - self.started
+        rows.append(
+            f"skipped: {total['duplicate']} duplicate documents, "
+            + ", ".join(f"{total[r]} {r}" for r in SKIP_REASONS)
+            + f"; {total['train_tokens'] + total['valid_tokens']} WordPiece tokens in "
+            f"{total['train_documents'] + total['valid_documents']} documents, "
+            f"{num_shards} shards, {disk / 1e6:.1f} MB on disk, {elapsed:.0f} s"
+        )
+        rows.append(f"DATA={data}")
+        return "\n".join(rows)
