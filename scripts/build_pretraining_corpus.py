@@ -35,7 +35,7 @@ from collections import Counter, defaultdict
 from multiprocessing import Pool
 
 from unilm_fairseq.prepare.corpus_build import CorpusStats, init_worker, process_item
-from unilm_fairseq.prepare.corpus_sources import SOURCES
+from unilm_fairseq.prepare.corpus_sources import LOCAL_PATTERNS, SOURCES, local_source
 
 logger = logging.getLogger("build_pretraining_corpus")
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -44,7 +44,9 @@ SHARD_SEED = 1
 
 
 def parse_args(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--output", help="output directory (shards, DATA, summary.txt)")
     parser.add_argument("--wordpiece-vocab", help="the model's vocabulary: its dict.txt or BERT vocab.txt")
     parser.add_argument(
@@ -53,9 +55,17 @@ def parse_args(argv=None):
         help=f"comma-separated sources to read, or 'all' (default; sources not installed are skipped with "
         f"a warning): {','.join(SOURCES)}",
     )
+    parser.add_argument(
+        "--local-dir",
+        help="also read the files of this folder as the source 'local', by extension ("
+        + " ".join(p for p, _ in LOCAL_PATTERNS)
+        + "); '--sources local' reads only them",
+    )
     parser.add_argument("--list-sources", action="store_true", help="describe the sources and exit")
     size = parser.add_mutually_exclusive_group()
-    size.add_argument("--shard-tokens", type=int, default=20_000_000, help="training tokens per shard (about)")
+    size.add_argument(
+        "--shard-tokens", type=int, default=20_000_000, help="training tokens per shard (about)"
+    )
     size.add_argument("--shards", type=int, help="number of shards (instead of --shard-tokens)")
     parser.add_argument("--max-tokens", type=int, default=0, help="stop after this many tokens (0: no cap)")
     parser.add_argument(
@@ -79,7 +89,13 @@ def parse_args(argv=None):
         parser.error("--valid-fraction must be in [0, 1)")
     if os.path.exists(args.output) and os.listdir(args.output) and not args.overwrite:
         parser.error(f"--output {args.output} exists and is not empty (add --overwrite)")
-    names = list(SOURCES) if args.sources == "all" else [s.strip() for s in args.sources.split(",") if s.strip()]
+    if args.local_dir:
+        if not os.path.isdir(args.local_dir):
+            parser.error(f"--local-dir {args.local_dir}: not a folder")
+        SOURCES["local"] = local_source(args.local_dir)
+    names = (
+        list(SOURCES) if args.sources == "all" else [s.strip() for s in args.sources.split(",") if s.strip()]
+    )
     unknown = [n for n in names if n not in SOURCES]
     if unknown or not names:
         parser.error(f"--sources: unknown {unknown or 'empty list'}; choose from {','.join(SOURCES)}")
@@ -144,37 +160,44 @@ def extract(args, text_dir, stats: CorpusStats):
 
 
 def split_shards(text_dir, num_shards):
-    """Spread the training documents of train.all.txt over shardK.txt at random (seeded)."""
+    """Spread the training documents of train.all.txt over shardK.txt: each run of ``num_shards``
+    documents goes one to each shard in a seeded random order, so every shard mixes all sources and
+    gets the same number of documents (give or take one)."""
     rng = random.Random(SHARD_SEED)
     outs = [open(os.path.join(text_dir, f"shard{k}.txt"), "w", encoding="utf-8") for k in range(num_shards)]
     started = [False] * num_shards
+    order = []
     try:
         with open(os.path.join(text_dir, "train.all.txt"), encoding="utf-8") as f:
-            document = []
-            for line in f:
-                if line.strip():
-                    document.append(line)
-                    continue
-                _write_document(document, outs, started, rng)
-                document = []
-            _write_document(document, outs, started, rng)
+            for document in _documents(f):
+                if not order:
+                    order = rng.sample(range(num_shards), num_shards)
+                k = order.pop()
+                if started[k]:
+                    outs[k].write("\n")  # the empty line between documents
+                outs[k].writelines(document)
+                started[k] = True
     finally:
         for out in outs:
             out.close()
     os.remove(os.path.join(text_dir, "train.all.txt"))
-    empty = [k for k in range(num_shards) if not started[k]]
-    if empty:
-        raise SystemExit(f"error: shard{empty[0]} got no document: use fewer --shards")
+    if not all(started):
+        raise SystemExit(
+            f"error: {started.count(False)} of {num_shards} shards got no document: use fewer --shards"
+        )
 
 
-def _write_document(document, outs, started, rng):
-    if not document:
-        return
-    k = rng.randrange(len(outs))
-    if started[k]:
-        outs[k].write("\n")
-    outs[k].writelines(document)
-    started[k] = True
+def _documents(lines):
+    """Lists of lines between empty lines."""
+    document = []
+    for line in lines:
+        if line.strip():
+            document.append(line)
+        elif document:
+            yield document
+            document = []
+    if document:
+        yield document
 
 
 def binarize(args, text_dir, num_shards):
@@ -197,11 +220,15 @@ def binarize(args, text_dir, num_shards):
                 try:
                     process.wait(PROGRESS_SECONDS)
                 except subprocess.TimeoutExpired:
-                    logger.info("progress: binarizing shard%d/%d, %.0f s", k, num_shards, time.monotonic() - started)
+                    logger.info(
+                        "progress: binarizing shard%d/%d, %.0f s", k, num_shards, time.monotonic() - started
+                    )
         if process.returncode:
             with open(log_path) as log:
                 tail = log.read()[-2000:]
-            raise SystemExit(f"error: fairseq-preprocess failed on shard{k} (exit {process.returncode}):\n{tail}")
+            raise SystemExit(
+                f"error: fairseq-preprocess failed on shard{k} (exit {process.returncode}):\n{tail}"
+            )
         if k:
             for suffix in ("bin", "idx"):
                 first = os.path.join(args.output, "shard0", f"valid.{suffix}")
@@ -245,7 +272,8 @@ def main(argv=None):
             "(more sources, a larger --max-tokens or --valid-fraction)"
         )
     num_shards = args.shards or max(1, math.ceil(train_tokens / args.shard_tokens))
-    logger.info("extracted in %.0f s; spreading %d training tokens over %d shards", time.monotonic() - started,
+    logger.info("extracted in %.0f s; spreading %d training tokens over %d shards",
+                time.monotonic() - started,
                 train_tokens, num_shards)  # fmt: skip
     split_shards(text_dir, num_shards)
     binarize(args, text_dir, num_shards)

@@ -11,6 +11,10 @@ DEFAULT_PACKAGES=(
     linux-doc-6.1 manpages manpages-dev bible-kjv-text
     gimp-help-en python-django-doc debian-handbook sqlite3-doc gnome-user-docs
     openjdk-17-doc rust-doc dict-gcide dict-foldoc bible-kjv
+    python-pandas-doc python-sqlalchemy-doc python-sklearn-doc python-sympy-doc
+    libreoffice-help-en-us octave-doc python-scipy-doc python-statsmodels-doc python-astropy-doc
+    apache2-doc debian-policy developers-reference lilypond-doc-html zsh-doc tcl8.6-doc r-doc-html
+    maxima-doc fortunes dict-jargon dict-devil vim-runtime
 )
 
 if [[ "${1:-}" == "-h" || "${1:-}" == "--help" ]]; then

@@ -60,7 +60,9 @@ class CorpusStats:
         for name, per in self.sources.items():
             total.update(per)
             rows.append(f"{name:16} {per['bytes'] / 1e6:8.1f} " + " ".join(f"{per[c]:15d}" for c in columns))
-        rows.append(f"{'total':16} {total['bytes'] / 1e6:8.1f} " + " ".join(f"{total[c]:15d}" for c in columns))
+        rows.append(
+            f"{'total':16} {total['bytes'] / 1e6:8.1f} " + " ".join(f"{total[c]:15d}" for c in columns)
+        )
         elapsed = time.monotonic() - self.started
         rows.append(
             f"skipped: {total['duplicate']} duplicate documents, "

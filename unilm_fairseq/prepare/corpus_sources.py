@@ -25,7 +25,9 @@ from typing import Callable, Iterator, List, Optional, Sequence, Tuple
 from . import aclsum
 from .corpus_text import (
     document_sentences,
+    fortune_paragraphs,
     html_paragraphs,
+    info_paragraphs,
     pod_paragraphs,
     roff_paragraphs,
     text_paragraphs,
@@ -95,7 +97,9 @@ def _bible_items(source: Source) -> Iterator[WorkItem]:
         yield source.name, name, "sentences", document_sentences(verses, filter_prose=False)
 
 
-_DICTD_DIGITS = {c: i for i, c in enumerate("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/")}
+_DICTD_DIGITS = {
+    c: i for i, c in enumerate("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/")
+}
 
 
 def _dictd_number(text: str) -> int:
@@ -153,7 +157,12 @@ def _aclsum_items(source: Source) -> Iterator[WorkItem]:
     with open(path, encoding="utf-8") as f:
         for number, line in enumerate(f):
             if line.strip():
-                yield source.name, f"aclsum-train#{number}", "sentences", aclsum.paper_sentences(json.loads(line))
+                yield (
+                    source.name,
+                    f"aclsum-train#{number}",
+                    "sentences",
+                    aclsum.paper_sentences(json.loads(line)),
+                )
 
 
 def _aclsum_available(source: Source) -> Optional[str]:
@@ -169,6 +178,8 @@ def _source(name, package, why, roots, patterns, skip=(), items=_walk_files) -> 
 
 
 DOC = "/usr/share/doc"
+SPHINX_SKIPPED = ("_sources/*", "_static/*", "_modules/*", "_downloads/*", "_images/*", *SKIPPED_PAGES)
+# fmt: off
 SOURCES = {
     s.name: s
     for s in (
@@ -181,8 +192,9 @@ SOURCES = {
         _source("python-doc", "python3.11-doc", "Python's tutorial, library and language reference",
                 [f"{DOC}/python3.11/html"], [("*.html", "html")],
                 ["_sources/*", "_static/*", *SKIPPED_PAGES, "whatsnew/changelog.html"]),
-        _source("perl-doc", "perl-doc", "Perl's manuals and FAQs (POD)",
-                ["/usr/share/perl"], [("*/pod/*.pod", "pod")]),
+        _source("perl-doc", "perl-doc (and the installed Perl modules)",
+                "Perl's manuals and FAQs, and the documentation of its modules (POD)",
+                ["/usr/share/perl", "/usr/share/perl5"], [("*.pod", "pod"), ("*.pm", "pod")]),
         _source("postgresql-doc", "postgresql-doc-15", "the PostgreSQL manual (tutorial, SQL, admin)",
                 [f"{DOC}/postgresql-doc-15/html"], [("*.html", "html")], SKIPPED_PAGES),
         _source("git-doc", "git-doc", "Git's manuals, user manual and how-tos",
@@ -210,22 +222,84 @@ SOURCES = {
         _source("openjdk-doc", "openjdk-17-doc", "the Java SE 17 API specification (javadoc prose)",
                 [f"{DOC}/openjdk-17-jre-headless/api"], [("*.html", "html")],
                 ["*/class-use/*", "index-files/*", "*-tree.html", "allclasses*", "allpackages*",
-                 "*/src-html/*", "legal/*", "*-summary.html", "constant-values.html", "serialized-form.html"]),
+                 "*/src-html/*", "legal/*", "*-summary.html", "constant-values.html",
+                 "serialized-form.html"]),
         _source("rust-doc", "rust-doc", "Rust's books (the Book, Reference, Nomicon, ...) and std docs",
                 [f"{DOC}/rust-doc/html"], [("*.html", "html")],
                 ["src/*", "core/*", "alloc/*", "implementors/*", "test/*", "std/arch/*", "*/all.html",
                  "error-index.html", "*/print.html"]),
+        _source("pandas-doc", "python-pandas-doc", "pandas' user guide, API reference and release notes",
+                [f"{DOC}/python-pandas-doc/html"], [("*.html", "html")], SPHINX_SKIPPED),
+        _source("sqlalchemy-doc", "python-sqlalchemy-doc", "SQLAlchemy's tutorials and ORM/Core guides",
+                [f"{DOC}/python-sqlalchemy-doc/html"], [("*.html", "html")],
+                (*SPHINX_SKIPPED, "changelog/*")),
+        _source("sklearn-doc", "python-sklearn-doc", "scikit-learn's user guide (machine learning)",
+                [f"{DOC}/python-sklearn-doc/html"], [("*.html", "html")], SPHINX_SKIPPED),
+        _source("sympy-doc", "python-sympy-doc", "SymPy's tutorials and module guides (mathematics)",
+                [f"{DOC}/python-sympy-doc/html"], [("*.html", "html")], SPHINX_SKIPPED),
+        _source("libreoffice-help", "libreoffice-help-en-us", "the LibreOffice help (office applications)",
+                ["/usr/share/libreoffice/help/en-US"], [("*.html", "html")]),
+        _source("octave-doc", "octave-doc", "the GNU Octave manual (Texinfo HTML; numerical computing)",
+                [f"{DOC}/octave"], [("*.html", "html")]),
+        _source("scipy-doc", "python-scipy-doc", "SciPy's tutorials and reference (scientific computing)",
+                [f"{DOC}/python-scipy-doc/html"], [("*.html", "html")], SPHINX_SKIPPED),
+        _source("statsmodels-doc", "python-statsmodels-doc", "statsmodels' guides and reference (statistics)",
+                [f"{DOC}/python-statsmodels-doc/html"], [("*.html", "html")], SPHINX_SKIPPED),
+        _source("astropy-doc", "python-astropy-doc", "Astropy's guides and reference (astronomy)",
+                [f"{DOC}/python-astropy-doc/html"], [("*.html", "html")], SPHINX_SKIPPED),
+        _source("apache-doc", "apache2-doc", "the Apache HTTP Server manual (English pages)",
+                [f"{DOC}/apache2-doc/manual/en"], [("*.html", "html")]),
+        _source("debian-policy", "debian-policy, developers-reference", "Debian's policy manual and "
+                "developer's reference",
+                [f"{DOC}/debian-policy/policy.html", "/usr/share/developers-reference"],
+                [("*.html", "html")], (*SPHINX_SKIPPED, "developers-reference.html")),
+        _source("info", "GNU Info manuals of installed packages (coreutils, findutils, grep, gzip, ...)",
+                "GNU manuals in Info format (Octave's left to octave-doc)", ["/usr/share/info"],
+                [("*.info*", "info")], ["*octave*", "dir*"]),
+        _source("lilypond-doc", "lilypond-doc-html", "LilyPond's manuals (music engraving; learning, "
+                "notation, glossary, essay)", [f"{DOC}/lilypond/html/Documentation"], [("*.html", "html")],
+                ["*big-page*", "*.??.html", "*.??_??.html"]),
+        _source("r-manuals", "r-doc-html", "the R manuals (introduction, language, data import, admin)",
+                ["/usr/share/R/doc/manual"], [("*.html", "html")]),
+        _source("vim-help", "vim-runtime", "Vim's help files (editing, scripting, user manual)",
+                ["/usr/share/vim/vim90/doc"], [("*.txt", "text"), ("*.txt.gz", "text")]),
+        _source("fortunes", "fortunes", "fortune(6)'s quotations, literature and proverbs",
+                ["/usr/share/games/fortunes"], [("*", "fortune")], ["*.dat", "*.u8", "*.*"]),
         _source("gcide", "dict-gcide", "GNU's Collaborative International Dictionary of English "
                 "(Webster's 1913 and additions): definitions and literary quotations",
                 ["/usr/share/dictd/gcide.index"], [], items=_dictd_items),
         _source("foldoc", "dict-foldoc", "the Free On-line Dictionary of Computing",
                 ["/usr/share/dictd/foldoc.index"], [], items=_dictd_items),
-    )  # fmt: skip
+        _source("jargon", "dict-jargon", "the Jargon File (hacker slang, with essays)",
+                ["/usr/share/dictd/jargon.index"], [], items=_dictd_items),
+        _source("devil", "dict-devil", "Ambrose Bierce's The Devil's Dictionary (public domain satire)",
+                ["/usr/share/dictd/devil.index"], [], items=_dictd_items),
+    )
 }
+# fmt: on
 SOURCES["aclsum-train"].available = lambda: _aclsum_available(SOURCES["aclsum-train"])  # type: ignore
 
 
-_EXTRACTORS = {"html": html_paragraphs, "pod": pod_paragraphs, "roff": roff_paragraphs, "text": text_paragraphs}
+LOCAL_PATTERNS = (
+    ("*.html", "html"), ("*.htm", "html"), ("*.page", "html"), ("*.pod", "pod"), ("*.pm", "pod"),
+    ("*.[1-9]", "roff"), ("*.[1-9].gz", "roff"), ("*.[1-9]?*.gz", "roff"),
+    ("*.txt", "text"), ("*.txt.gz", "text"), ("*.rst", "text"), ("*.rst.gz", "text"),
+)  # fmt: skip
+
+
+def local_source(root: str) -> Source:
+    """Files of a local folder (``--local-dir``), each read by its extension; other files are ignored."""
+    return _source("local", "(a local folder)", f"the files under {root}", [root], LOCAL_PATTERNS)
+
+
+_EXTRACTORS = {
+    "html": html_paragraphs,
+    "info": info_paragraphs,
+    "fortune": fortune_paragraphs,
+    "pod": pod_paragraphs,
+    "roff": roff_paragraphs,
+    "text": text_paragraphs,
+}
 SKIP_REASONS = ("empty", "binary", "non-UTF-8", "unreadable")
 
 

@@ -18,13 +18,16 @@ SKIPPED_ELEMENTS = frozenset(
     "script style pre code-block screen programlisting synopsis nav header footer head title "
     "svg math noscript button select form info indexterm".split()
 )
-# a <div>/<section>/<span>... whose class or role names one of these is navigation or code
-SKIPPED_CLASSES = re.compile(
-    r"\b(sphinxsidebar|related|footer|header|navigation|navheader|navfooter|toc|toctree-wrapper|"
-    r"highlight|literal-block|doctest|sidebar|breadcrumbs|rustdoc-breadcrumbs|sidebar-elems|"
-    r"summary-table|member-signature|type-signature|top-nav|sub-nav|search-form|legal-copy|"
-    r"headerlink|copyright|programlisting|screen|synopsis|example-contents|code-header|item-decl|"
-    r"src-link|rightside|out-of-band|nav)\b"
+# a <div>/<section>/<span>... with one of these classes (or roles, ids) is navigation or code; whole
+# names only: Read the Docs' <body class="wy-body-for-nav"> holds the page
+SKIPPED_CLASSES = frozenset(
+    "sphinxsidebar related footer header navigation navheader navfooter nav toc toctree-wrapper "
+    "highlight literal-block doctest sidebar breadcrumbs rustdoc-breadcrumbs sidebar-elems "
+    "summary-table member-signature type-signature top-nav sub-nav search-form legal-copy headerlink "
+    "copyright programlisting screen synopsis example-contents code-header item-decl src-link rightside "
+    "out-of-band wy-nav-side wy-nav-top rst-footer-buttons bd-sidebar-primary bd-sidebar-secondary "
+    "bd-header-article prev-next-area sphx-glr-download global-nav nav_table toplang bottomlang up "
+    "menu".split()
 )
 # elements that end a paragraph
 BLOCK_ELEMENTS = frozenset(
@@ -54,8 +57,8 @@ class _TextCollector(HTMLParser):
             return
         self._open.append(tag)
         if not self._skip_depth:
-            marks = " ".join(v or "" for k, v in attrs if k in ("class", "role", "id"))
-            if tag in SKIPPED_ELEMENTS or (marks and SKIPPED_CLASSES.search(marks)):
+            marks = " ".join(v or "" for k, v in attrs if k in ("class", "role", "id")).split()
+            if tag in SKIPPED_ELEMENTS or not SKIPPED_CLASSES.isdisjoint(marks):
                 self._skip_depth = len(self._open)
 
     def handle_endtag(self, tag):
@@ -163,6 +166,8 @@ _ROFF_ALTERNATING = frozenset("BR BI IB IR RB RI".split())
 
 
 def roff_inline(text: str) -> str:
+    """roff escapes in running text to characters; font changes and unknown escapes dropped."""
+    text = re.sub(r"\\\[(\w\w)\]", r"\\(\1", text)  # \[em] is groff's spelling of \(em
     text = _ROFF_ESCAPE.sub(lambda m: _ROFF_ESCAPES[m.group(0)], text)
     return _ROFF_REMAINING.sub("", text)
 
@@ -220,11 +225,34 @@ def text_paragraphs(text: str) -> List[str]:
     indented blocks (code, literal blocks) and underline/ornament lines are left out."""
     paragraphs = []
     for block in re.split(r"\n[ \t]*\n", text.replace("\r\n", "\n")):
-        lines = [ln for ln in block.split("\n") if ln.strip() and not re.fullmatch(r"\s*([=\-~^*#+_.:])\1{2,}\s*", ln)]
+        lines = [
+            ln
+            for ln in block.split("\n")
+            if ln.strip() and not re.fullmatch(r"\s*([=\-~^*#+_.:])\1{2,}\s*", ln)
+        ]
         if not lines or lines[0][:1] in (" ", "\t"):
             continue
         paragraphs.append(" ".join(" ".join(lines).split()))
     return paragraphs
+
+
+def info_paragraphs(text: str) -> List[str]:
+    """The prose of a GNU Info file: each node's text without its header line and menus (and
+    without the tag tables); indented examples are left out as in :func:`text_paragraphs`."""
+    paragraphs: List[str] = []
+    for node in text.split("\x1f"):
+        node = node.lstrip("\n")
+        if not node.startswith("File:"):
+            continue  # the preamble, "Tag Table:", "Indirect:", "End Tag Table"
+        body = node.split("\n", 1)[1] if "\n" in node else ""
+        body = re.split(r"^\* Menu:", body, maxsplit=1, flags=re.M)[0]
+        paragraphs.extend(text_paragraphs(body))
+    return paragraphs
+
+
+def fortune_paragraphs(text: str) -> List[str]:
+    """The entries of a fortune(6) file (separated by lines holding ``%``), one paragraph each."""
+    return [" ".join(entry.split()) for entry in re.split(r"^%\s*$", text, flags=re.M) if entry.strip()]
 
 
 # --- sentences -------------------------------------------------------------------------------------
