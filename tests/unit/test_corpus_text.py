@@ -130,6 +130,7 @@ def test_read_document_counts_skips(tmp_path):
         "latin1.txt": "Caf\u00e9 au lait is served here every morning.".encode("latin-1"),
         "nav-only.html": b"<div class='sphinxsidebar'><p>Quick search in the docs here</p></div>",
         "good.txt.gz": gzip.compress(b"The plain text file is read through gzip here.\n"),
+        "manual.info": b"\x1f\nFile: manual.info, Node: Top\n\nIts marks \x00\x08[index\x00\x08] are text.\n",
     }
     expected = {
         "empty.txt": "empty",
@@ -138,6 +139,7 @@ def test_read_document_counts_skips(tmp_path):
         "latin1.txt": "non-UTF-8",
         "nav-only.html": "empty",
         "good.txt.gz": "ok",
+        "manual.info": "ok",
     }
     for name, data in cases.items():
         (tmp_path / name).write_bytes(data)

@@ -35,6 +35,7 @@ from .corpus_text import (
 
 WorkItem = Tuple[str, str, str, object]
 BINARY_PROBE = 8192  # bytes looked at for a NUL
+INFO_INDEX_MARK = b"\x00\x08"  # Texinfo's index markers ("\0\b[index\0\b]") in Info files
 ALWAYS_SKIPPED = ("changelog*", "NEWS*", "copyright*", "COPYING*", "LICENSE*", "*.license*")
 SKIPPED_PAGES = ("genindex*", "search.html", "py-modindex.html", "*-modindex.html", "bookindex.html")
 DICTD_ENTRIES_PER_DOCUMENT = 100  # dictionary entries are short: group consecutive ones
@@ -208,8 +209,9 @@ SOURCES = {
                 ["html/translations/*", "html/_sources/*", "html/_static/*", *SKIPPED_PAGES,
                  "Documentation/translations/*", "Documentation/devicetree/*"]),
         _source("manpages", "manpages, manpages-dev (and every installed package's pages)",
-                "manual pages in English (man(7)/mdoc(7) roff; Perl's are left to perl-doc)",
-                ["/usr/share/man"], [("man[1-9]*/*", "roff")], ["*perl*", "*.3pm.gz"]),
+                "manual pages in English (man(7)/mdoc(7) roff; Perl's are left to perl-doc, the Google "
+                "Cloud SDK's thousands of near-identical gcloud pages left out)",
+                ["/usr/share/man"], [("man[1-9]*/*", "roff")], ["*perl*", "*.3pm.gz", "gcloud*"]),
         _source("gimp-help", "gimp-help-en", "the GIMP user manual (DocBook HTML)",
                 ["/usr/share/gimp/2.0/help/en"], [("*.html", "html")]),
         _source("django-doc", "python-django-doc", "Django's topic guides, how-tos and release notes",
@@ -254,8 +256,8 @@ SOURCES = {
                 [f"{DOC}/debian-policy/policy.html", "/usr/share/developers-reference"],
                 [("*.html", "html")], (*SPHINX_SKIPPED, "developers-reference.html")),
         _source("info", "GNU Info manuals of installed packages (coreutils, findutils, grep, gzip, ...)",
-                "GNU manuals in Info format (Octave's left to octave-doc)", ["/usr/share/info"],
-                [("*.info*", "info")], ["*octave*", "dir*"]),
+                "GNU manuals in Info format (Octave's and LilyPond's left to their HTML)",
+                ["/usr/share/info"], [("*.info*", "info")], ["*octave*", "*lilypond*", "dir*"]),
         _source("lilypond-doc", "lilypond-doc-html", "LilyPond's manuals (music engraving; learning, "
                 "notation, glossary, essay)", [f"{DOC}/lilypond/html/Documentation"], [("*.html", "html")],
                 ["*big-page*", "*.??.html", "*.??_??.html"]),
@@ -284,6 +286,7 @@ LOCAL_PATTERNS = (
     ("*.html", "html"), ("*.htm", "html"), ("*.page", "html"), ("*.pod", "pod"), ("*.pm", "pod"),
     ("*.[1-9]", "roff"), ("*.[1-9].gz", "roff"), ("*.[1-9]?*.gz", "roff"),
     ("*.txt", "text"), ("*.txt.gz", "text"), ("*.rst", "text"), ("*.rst.gz", "text"),
+    ("*.info", "info"), ("*.info.gz", "info"), ("*.info-[0-9]*", "info"),
 )  # fmt: skip
 
 
@@ -316,6 +319,8 @@ def read_document(item: WorkItem) -> Tuple[str, List[str], int]:
             raw = f.read()
     except (OSError, EOFError):
         return "unreadable", [], 0
+    if fmt == "info":
+        raw = raw.replace(INFO_INDEX_MARK, b"")
     if not raw.strip():
         return "empty", [], len(raw)
     if b"\0" in raw[:BINARY_PROBE]:
