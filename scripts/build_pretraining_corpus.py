@@ -123,7 +123,7 @@ def extract(args, text_dir, stats: CorpusStats):
     """Read, deduplicate, hold out and tokenize; write text_dir/{train.all,valid}.txt."""
     seen = set()
     valid_threshold = int(args.valid_fraction * 2**32)
-    last = time.monotonic()
+    last = previous = time.monotonic()
     with open(os.path.join(text_dir, "train.all.txt"), "w", encoding="utf-8") as train, open(
         os.path.join(text_dir, "valid.txt"), "w", encoding="utf-8"
     ) as valid, Pool(args.workers, init_worker, (args.wordpiece_vocab,)) as pool:
@@ -133,6 +133,9 @@ def extract(args, text_dir, stats: CorpusStats):
             per = stats.sources[source]
             per["files"] += 1
             per["bytes"] += num_bytes
+            now = time.monotonic()
+            per["seconds"] += now - previous  # sources are read in turn: the wait is this one's
+            previous = now
             if status != "ok":
                 per[status] += 1
             elif digest in seen:

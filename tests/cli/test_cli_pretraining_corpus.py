@@ -71,12 +71,13 @@ def read_blocks(path):
 
 
 @pytest.mark.slow
-def test_counts_in_summary(corpus):
-    out, _, _ = corpus
+def test_counts_in_summary(corpus, sources):
+    out, vocab, _ = corpus
     with open(out / "summary.txt", encoding="utf-8") as f:
         summary = f.read()
     assert "skipped: 1 duplicate documents, 1 empty, 1 binary, 1 non-UTF-8, 0 unreadable" in summary
-    assert "in 5 documents, 2 shards" in summary
+    sentences = sum(len(lines) for lines in expected_documents(sources, vocab).values())
+    assert f"in 5 documents, {sentences} sentences, 2 shards" in summary
     with open(out / "DATA") as f:
         assert f.read().strip() == f"{out / 'shard0'}:{out / 'shard1'}"
 

@@ -51,25 +51,42 @@ class CorpusStats:
         )
 
     def summary(self, num_shards: int, disk: int, data: str) -> str:
-        """A table of documents, sentences, tokens, skips and input size per source, and the total."""
+        """A table per source and in total: input read, extraction time (each source's share of the
+        reading loop), the binarized size its lines take (``MB bin``: 2 bytes per token and per line end,
+        12 index bytes per line), documents, sentences, tokens and skips."""
         columns = ("files", "train_documents", "valid_documents", "train_sentences", "valid_sentences",
                    "train_tokens", "valid_tokens", "duplicate", *SKIP_REASONS)  # fmt: skip
-        header = f"{'source':16} {'MB read':>8} " + " ".join(f"{c:>15}" for c in columns)
+        header = f"{'source':16} {'MB read':>8} {'s':>6} {'MB bin':>7} " + " ".join(
+            f"{c:>15}" for c in columns
+        )
         rows = [header]
         total: Counter = Counter()
-        for name, per in self.sources.items():
-            total.update(per)
-            rows.append(f"{name:16} {per['bytes'] / 1e6:8.1f} " + " ".join(f"{per[c]:15d}" for c in columns))
-        rows.append(
-            f"{'total':16} {total['bytes'] / 1e6:8.1f} " + " ".join(f"{total[c]:15d}" for c in columns)
-        )
+        for name, per in list(self.sources.items()) + [("total", total)]:
+            if name != "total":
+                total.update(per)
+            sizes = f"{per['bytes'] / 1e6:8.1f} {per['seconds']:6.0f} {binarized_bytes(per) / 1e6:7.1f}"
+            rows.append(f"{name:16} {sizes} " + " ".join(f"{per[c]:15d}" for c in columns))
         elapsed = time.monotonic() - self.started
         rows.append(
             f"skipped: {total['duplicate']} duplicate documents, "
             + ", ".join(f"{total[r]} {r}" for r in SKIP_REASONS)
             + f"; {total['train_tokens'] + total['valid_tokens']} WordPiece tokens in "
             f"{total['train_documents'] + total['valid_documents']} documents, "
+            f"{total['train_sentences'] + total['valid_sentences']} sentences, "
             f"{num_shards} shards, {disk / 1e6:.1f} MB on disk, {elapsed:.0f} s"
         )
         rows.append(f"DATA={data}")
         return "\n".join(rows)
+
+
+BIN_TOKEN_BYTES = 2  # fairseq-preprocess stores ids as uint16 for vocabularies under 65,500 types
+INDEX_BYTES_PER_LINE = 12  # an int32 size and an int64 pointer
+
+
+def binarized_bytes(per: Counter) -> int:
+    """About what a source's lines take in ``train/valid.{bin,idx}`` (the empty lines included)."""
+    documents = per["train_documents"] + per["valid_documents"]
+    lines = per["train_sentences"] + per["valid_sentences"] + documents
+    return (
+        per["train_tokens"] + per["valid_tokens"] + lines
+    ) * BIN_TOKEN_BYTES + lines * INDEX_BYTES_PER_LINE
