@@ -20,6 +20,17 @@ over shards at random (each shard a mix of all sources) and binarized with ``fai
 ... each with ``train.{bin,idx}``, ``valid.{bin,idx}`` (the same held-out set in every shard; fairseq
 reads it from the first) and ``dict.txt``; ``OUTPUT/DATA`` holds the colon-separated list to pass as
 fairseq's data argument (one shard per epoch), ``OUTPUT/summary.txt`` the counts per source.
+
+The sources are English written by people, in quantity, under licences that allow redistribution, and
+installable offline: Debian's documentation packages (Python, Perl, PostgreSQL, Git, Linux, Java, Rust,
+SciPy and more), manual pages and Info manuals for technical prose; the King James Bible and the embedded
+Austen novels for long narrative; ACLSum's train papers for scientific prose (never their summaries, never
+the val/test papers); GCIDE (Webster's 1913), FOLDOC, the Jargon File, the Devil's Dictionary and fortune
+files for definitions, quotations and wit. Measured on Debian 12 with MiniLM's vocabulary, all of them give
+56.7M WordPiece tokens in 45,765 documents (GCIDE 11.1M, manual pages 6.0M, the Java API 5.5M, the Linux
+documentation 5.5M, Perl 2.3M, Vim's help 2.2M, Python 1.8M, ...), built in about 6 minutes with 2
+workers into 159 MB; docs/pretraining.md has the table per source. Package descriptions from apt or dpkg
+(kept for an independent evaluation), changelogs and copyright files are never read.
 """
 
 import argparse
