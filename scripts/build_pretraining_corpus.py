@@ -45,12 +45,14 @@ import time
 from collections import Counter, defaultdict
 from multiprocessing import Pool
 
-from unilm_fairseq.prepare.corpus_build import CorpusStats, init_worker, process_item
+from unilm_fairseq.prepare.corpus_build import BoundedFeed, CorpusStats, init_worker, process_item
 from unilm_fairseq.prepare.corpus_sources import LOCAL_PATTERNS, SOURCES, local_source
 
 logger = logging.getLogger("build_pretraining_corpus")
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PROGRESS_SECONDS = 30
+ITEMS_IN_FLIGHT = 256  # work items handed to the pool ahead of the results read back
+CHUNK_ITEMS = 8  # items per task sent to a worker
 SHARD_SEED = 1
 
 
@@ -139,7 +141,9 @@ def extract(args, text_dir, stats: CorpusStats):
         os.path.join(text_dir, "valid.txt"), "w", encoding="utf-8"
     ) as valid, Pool(args.workers, init_worker, (args.wordpiece_vocab,)) as pool:
         started = {"train": False, "valid": False}
-        for result in pool.imap(process_item, work_items(args.source_names), chunksize=8):
+        feed = BoundedFeed(work_items(args.source_names), ITEMS_IN_FLIGHT)
+        for result in pool.imap(process_item, feed, chunksize=CHUNK_ITEMS):
+            feed.done()
             source, status, lines, num_bytes, digest = result
             per = stats.sources[source]
             per["files"] += 1
@@ -169,6 +173,7 @@ def extract(args, text_dir, stats: CorpusStats):
                 logger.info("progress: %s", stats.progress(source))
             if args.max_tokens and stats.tokens >= args.max_tokens:
                 logger.info("--max-tokens %d reached", args.max_tokens)
+                feed.stop()
                 pool.terminate()
                 break
 

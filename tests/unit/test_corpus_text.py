@@ -3,10 +3,12 @@
 
 import gzip
 import os
+import threading
 
 import pytest
 
 from unilm_fairseq.prepare import corpus_sources
+from unilm_fairseq.prepare.corpus_build import BoundedFeed
 from unilm_fairseq.prepare.corpus_sources import local_source, read_document
 from unilm_fairseq.prepare.corpus_text import (
     document_hash,
@@ -193,3 +195,21 @@ def test_dictd_entries_are_grouped_and_metadata_left_out(tmp_path, monkeypatch):
         ["Apple The round fruit of a tree of the rose family."],
         ["Pear A sweet fruit that is narrow near the stalk."],
     ]
+
+
+def test_bounded_feed_waits_for_results_and_stops():
+    feed = BoundedFeed(iter(range(10)), 2)
+    items = iter(feed)
+    assert [next(items), next(items)] == [0, 1]
+    blocked = threading.Thread(target=lambda: next(items))
+    blocked.start()
+    blocked.join(0.2)
+    assert blocked.is_alive()  # a third item waits until a result comes back
+    feed.done()
+    blocked.join(5)
+    assert not blocked.is_alive()
+    feed.done()
+    assert next(items) == 3
+    feed.stop()
+    with pytest.raises(StopIteration):
+        next(items)

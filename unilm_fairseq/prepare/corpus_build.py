@@ -6,10 +6,11 @@ WordPiece-tokenizes each sentence with the plugin's ``--bpe wordpiece`` encoder,
 ``scripts/tokenize_text.py`` does. :class:`CorpusStats` keeps the counts per source.
 """
 
+import threading
 import time
 from collections import Counter
 from dataclasses import dataclass
-from typing import Dict, List, Optional, Tuple
+from typing import Dict, Iterable, Iterator, List, Optional, Tuple
 
 from ..encoders.wordpiece import WordPieceBPE, WordPieceConfig
 from .corpus_sources import SKIP_REASONS, WorkItem, read_document
@@ -34,6 +35,33 @@ def process_item(item: WorkItem) -> Tuple[str, str, List[str], int, bytes]:
     if not lines:
         return item[0], "empty", [], num_bytes, b""
     return item[0], "ok", lines, num_bytes, document_hash(sentences)
+
+
+class BoundedFeed:
+    """Work items for ``Pool.imap``, at most ``limit`` ahead of the results taken back.
+
+    The pool's feeder thread would otherwise read every item (and the text the dictionary, Bible and
+    Austen items carry) into its queue at once; call :meth:`done` per result and :meth:`stop` to end early.
+    """
+
+    def __init__(self, items: Iterable[WorkItem], limit: int):
+        self._items = items
+        self._slots = threading.Semaphore(limit)
+        self._stopped = False
+
+    def __iter__(self) -> Iterator[WorkItem]:
+        for item in self._items:
+            self._slots.acquire()
+            if self._stopped:
+                return
+            yield item
+
+    def done(self) -> None:
+        self._slots.release()
+
+    def stop(self) -> None:
+        self._stopped = True
+        self._slots.release()  # wakes the feeder if it waits for a slot
 
 
 @dataclass
