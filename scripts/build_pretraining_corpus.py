@@ -53,6 +53,7 @@ REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PROGRESS_SECONDS = 30
 ITEMS_IN_FLIGHT = 256  # work items handed to the pool ahead of the results read back
 CHUNK_ITEMS = 8  # items per task sent to a worker
+OUTPUT_MARKS = {"DATA", "summary.txt", "text", "shard0"}  # what an earlier build leaves in --output
 SHARD_SEED = 1
 
 
@@ -100,8 +101,11 @@ def parse_args(argv=None):
         parser.error("--shards and --shard-tokens must be positive")
     if not 0 <= args.valid_fraction < 1:
         parser.error("--valid-fraction must be in [0, 1)")
-    if os.path.exists(args.output) and os.listdir(args.output) and not args.overwrite:
-        parser.error(f"--output {args.output} exists and is not empty (add --overwrite)")
+    if os.path.exists(args.output) and os.listdir(args.output):
+        if not args.overwrite:
+            parser.error(f"--output {args.output} exists and is not empty (add --overwrite)")
+        if not set(os.listdir(args.output)) & OUTPUT_MARKS:
+            parser.error(f"--output {args.output} holds files but no corpus (--overwrite replaces a corpus)")
     if args.local_dir:
         if not os.path.isdir(args.local_dir):
             parser.error(f"--local-dir {args.local_dir}: not a folder")

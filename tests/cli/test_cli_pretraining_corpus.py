@@ -130,6 +130,11 @@ def test_bad_options_are_one_line_errors(sources, tmp_path):
     assert proc.returncode == 2 and "--sources: unknown ['nonsense']" in proc.stderr
     proc = run_cli(base + ["--sources", "local", "--local-dir", str(tmp_path / "missing")], check=False)
     assert proc.returncode == 2 and "not a folder" in proc.stderr
+    (tmp_path / "o").mkdir()
+    (tmp_path / "o" / "notes.txt").write_text("mine")
+    proc = run_cli(base + ["--sources", "local", "--local-dir", str(sources), "--overwrite"], check=False)
+    assert proc.returncode == 2 and "holds files but no corpus" in proc.stderr
+    assert (tmp_path / "o" / "notes.txt").exists()
     missing_vocab = ["python", SCRIPT, "--output", str(tmp_path / "o"), "--wordpiece-vocab", "nope.txt"]
     proc = run_cli(missing_vocab, check=False)
     assert proc.returncode == 2 and "--wordpiece-vocab nope.txt: no such file" in proc.stderr
