@@ -13,6 +13,7 @@ from omegaconf import II, MISSING
 
 from ..data.dictionary import load_dictionary_with_mask
 from ..data.pretraining.segment_pairs import SPECIAL_TOKENS_PER_PAIR
+from ..data.shard_check import check_binarized_split
 from ..models.architecture_presets import prepare_model_config
 
 logger = logging.getLogger(__name__)
@@ -102,6 +103,7 @@ class SharedDictionaryTask(FairseqTask):
         """The binarized lines of ``split``, from one data directory per epoch (round-robin)."""
         paths = self.data_paths(self.cfg.data)
         split_path = os.path.join(paths[(epoch - 1) % len(paths)], split)
+        check_binarized_split(split_path)  # a corrupt shard stops here, named, not in a data loader
         lines = data_utils.load_indexed_dataset(split_path, self.dictionary, combine=combine)
         if lines is None:
             raise FileNotFoundError(f"dataset not found: {split} ({split_path})")
