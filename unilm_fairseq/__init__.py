@@ -4,13 +4,17 @@ Load with ``--user-dir unilm_fairseq``. fairseq imports ``tasks/`` and
 ``models/`` of a user dir itself; the criteria and the ``--bpe wordpiece``
 encoder are imported here so they are registered too. Importing the package
 also allow-lists the classes fairseq checkpoints pickle, so the safe
-``weights_only`` loader stays on. :class:`UniLMHubInterface` (also named ``UniLMModel``) and
+``weights_only`` loader stays on, and silences the few warnings fairseq 0.12
+raises through Hydra and torch on every command (``known_warnings.py`` lists
+each one and why). :class:`UniLMHubInterface` (also named ``UniLMModel``) and
 :class:`PALMHubInterface` are the Python APIs (``UniLMModel.from_pretrained(...).generate(...)``).
 """
 
 from .checkpoint.safe_loading import allow_fairseq_checkpoints
+from .known_warnings import quiet_known_warnings
 
 allow_fairseq_checkpoints()
+quiet_known_warnings()
 
 from . import criterions, encoders, models, scoring, tasks  # noqa: E402,F401  (registration)
 from .hub import PALMHubInterface, UniLMHubInterface, UniLMModel  # noqa: E402  (the Python APIs)

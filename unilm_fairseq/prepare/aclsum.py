@@ -211,9 +211,9 @@ def baseline_hypotheses(pairs: Sequence[Pair], name: str, score: Optional[Callab
 
 @functools.lru_cache(maxsize=1)
 def _scorer():
-    from rouge_score import rouge_scorer
+    from ..scoring.metrics import rouge_score_scorer
 
-    return rouge_scorer.RougeScorer(["rouge1", "rouge2", "rougeL"], use_stemmer=True)
+    return rouge_score_scorer(["rouge1", "rouge2", "rougeL"], use_stemmer=True)
 
 
 def summed_rouge(reference: str, hypothesis: str) -> float:

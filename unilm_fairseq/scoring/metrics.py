@@ -76,6 +76,16 @@ def check_pairs(hyps: Sequence[str], refs: Sequence[str]) -> None:
         raise ValueError("no hypotheses to score")
 
 
+def rouge_score_scorer(rouge_types, use_stemmer: bool = True):
+    """rouge-score's scorer with its default tokenizer passed in: the same tokens, without the "Using
+    default tokenizer." line it logs (through absl) every time it has to pick the tokenizer itself."""
+    from rouge_score import rouge_scorer, tokenizers
+
+    return rouge_scorer.RougeScorer(
+        list(rouge_types), use_stemmer=use_stemmer, tokenizer=tokenizers.DefaultTokenizer(use_stemmer)
+    )
+
+
 def rouge_scores(
     hyps: Sequence[str],
     refs: Sequence[str],
@@ -102,9 +112,7 @@ def rouge_scores(
 
         scores = perl_rouge(hyps, refs, sentence_separator, stemming=use_stemmer)
         return {rouge_type: scores[rouge_type].fmeasure for rouge_type in ROUGE_TYPES}
-    from rouge_score import rouge_scorer
-
-    scorer = rouge_scorer.RougeScorer(list(ROUGE_TYPES), use_stemmer=use_stemmer)
+    scorer = rouge_score_scorer(ROUGE_TYPES, use_stemmer)
     totals = dict.fromkeys(ROUGE_TYPES, 0.0)
     for hyp, ref in zip(hyps, refs):
         scores = scorer.score(

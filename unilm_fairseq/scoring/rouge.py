@@ -7,6 +7,7 @@ that joins sentences in the target files, e.g. ``<q>``) to see more than one sen
 ROUGE-Lsum equals ROUGE-L. ``score()`` is ROUGE-L F1 x 100.
 """
 
+import logging
 from dataclasses import dataclass, field
 from typing import Dict, Optional, Tuple
 
@@ -15,6 +16,19 @@ from fairseq.scoring import BaseScorer, register_scorer
 
 from .metrics import DETOKENIZERS, ROUGE_BACKENDS, ROUGE_TYPES, detokenize, rouge_scores
 from .perl_rouge import check_perl_rouge
+
+# fairseq-generate's closing note about BLEU on BPE tokens, which it logs whatever the --scoring
+BLEU_NOTE = ("If you are using BPE on the target side, the BLEU score", "BLEU score is being computed by")
+
+
+class _NoBleuNote(logging.Filter):
+    """Drops fairseq-generate's BLEU note: with ``--scoring rouge`` no BLEU is computed."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not str(record.msg).startswith(BLEU_NOTE)
+
+
+NO_BLEU_NOTE = _NoBleuNote()
 
 ROUGE_NAMES = {"rouge1": "ROUGE-1", "rouge2": "ROUGE-2", "rougeL": "ROUGE-L", "rougeLsum": "ROUGE-Lsum"}
 MAIN_METRIC = "rougeL"
@@ -53,6 +67,7 @@ class RougeScorer(BaseScorer):
     def __init__(self, cfg: RougeConfig):
         super().__init__(cfg)
         self._cached: Tuple[int, Dict[str, float]] = (0, {})
+        logging.getLogger("fairseq_cli.generate").addFilter(NO_BLEU_NOTE)  # once: the same filter object
         if str(cfg.rouge_backend) == "perl":
             check_perl_rouge()  # fail before generation, not after it
 
