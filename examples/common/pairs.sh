@@ -24,3 +24,41 @@ updates_for_epochs() {
   examples=$(wc -l < "$train")
   echo $(( (examples + batch - 1) / batch * epochs ))
 }
+
+# Setting checks the recipes run before their first stage. Each stops with one line naming the setting,
+# its value and what it must be (exit 2).
+# need_whole NAME MIN: $NAME is a whole number >= MIN
+need_whole() {
+  local name=$1 min=$2 value=${!1}
+  if ! [[ $value =~ ^[0-9]+$ ]] || (( 10#$value < min )); then
+    echo "error: $name=$value must be a whole number >= $min" >&2
+    exit 2
+  fi
+}
+# need_number NAME [zero]: $NAME is a number > 0 (>= 0 with "zero"), such as 3e-4 or 0.5
+need_number() {
+  local name=$1 value=${!1} floor=${2:-}
+  if ! [[ $value =~ ^([0-9]+[.]?[0-9]*|[.][0-9]+)([eE][-+]?[0-9]+)?$ ]] \
+    || ! awk -v v="$value" -v zero="$floor" 'BEGIN { exit !(v + 0 > 0 || (zero != "" && v + 0 == 0)) }'; then
+    if [ -n "$floor" ]; then floor=">= 0"; else floor="> 0"; fi
+    echo "error: $name=$value must be a number $floor" >&2
+    exit 2
+  fi
+}
+# need_choice NAME CHOICE...: $NAME is one of the choices
+need_choice() {
+  local name=$1 value=${!1} choice
+  shift
+  for choice in "$@"; do [ "$value" = "$choice" ] && return 0; done
+  echo "error: $name=$value must be one of: $*" >&2
+  exit 2
+}
+# need_plain_path NAME: $NAME holds no comma or colon (fairseq splits its path arguments on both)
+need_plain_path() {
+  local name=$1 value=${!1}
+  if [[ $value == *,* || $value == *:* ]]; then
+    echo "error: $name=$value: fairseq splits paths on ',' and ':' (--trainpref, data shards); use a folder" \
+      "whose path has neither" >&2
+    exit 2
+  fi
+}

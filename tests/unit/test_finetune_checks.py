@@ -1,0 +1,94 @@
+"""finetune.sh checks its settings and its input files before its first stage (scripts/check_pairs.py)."""
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+from tests.helpers.cli import REPO
+
+sys.path.insert(0, os.path.join(REPO, "scripts"))
+import check_pairs  # noqa: E402
+
+FINETUNE = os.path.join(REPO, "examples", "s2s_ft", "finetune.sh")
+
+
+def write_pairs(folder, lines=3, **overrides):
+    """{train,valid,test}.{src,tgt} with ``lines`` good pairs; ``overrides`` maps 'train.src' to bytes."""
+    folder.mkdir(parents=True, exist_ok=True)
+    for split in ("train", "valid", "test"):
+        for side in ("src", "tgt"):
+            name = f"{split}.{side}"
+            data = overrides.get(name, "".join(f"{side} {split} line {i}\n" for i in range(lines)).encode())
+            (folder / name).write_bytes(data)
+    return folder
+
+
+@pytest.mark.parametrize(
+    "overrides, message",
+    [
+        ({"train.tgt": b"a\nb\n"}, "train.src has 3 lines but"),
+        ({"valid.src": b"ok\n\xffbad\nok\n"}, "valid.src:2: not UTF-8 (byte 0xff at column 1)"),
+        ({"test.tgt": b"a\n   \nc\n"}, "test.tgt:2: blank line (1 in all"),
+        ({"train.src": b"", "train.tgt": b""}, "train: "),
+    ],
+)
+def test_check_pairs_names_file_line_and_problem(tmp_path, overrides, message):
+    data = write_pairs(tmp_path / "data", **overrides)
+    problems = check_pairs.check_pairs(str(data))
+    assert any(message in problem for problem in problems), problems
+    assert check_pairs.main([str(data)]) == 1
+
+
+def test_check_pairs_accepts_good_files_and_names_missing_ones(tmp_path):
+    data = write_pairs(tmp_path / "data")
+    assert check_pairs.check_pairs(str(data)) == [] and check_pairs.main([str(data)]) == 0
+    os.remove(data / "valid.tgt")
+    assert check_pairs.check_pairs(str(data)) == [f"{data / 'valid.tgt'}: no such file"]
+
+
+def finetune(data, work, **env):
+    return subprocess.run(
+        ["bash", FINETUNE, str(data), str(work)],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "CPU": "1", **env},
+        timeout=120,
+    )
+
+
+@pytest.mark.parametrize(
+    "env, message",
+    [
+        ({"UPDATES": "0"}, "UPDATES=0 must be a whole number >= 1"),
+        ({"METHOD": "bogus"}, "METHOD=bogus must be one of: pseudo_masked masked causal"),
+        ({"LR": "fast"}, "LR=fast must be a number > 0"),
+        ({"MIN_LEN": "30", "MAX_LEN": "20"}, "MIN_LEN=30 is above MAX_LEN=20"),
+        ({"STAGES": "convert,trian"}, "STAGES: 'trian' is none of"),
+        ({"BEAM": "0"}, "BEAM=0 must be a whole number >= 1"),
+        ({"MINUTES": "-5"}, "MINUTES=-5 must be a number > 0"),
+        ({"PRETRAINED": "/nonexistent/checkpoint.pt"}, "PRETRAINED=/nonexistent/checkpoint.pt: no such file"),
+    ],
+)
+def test_finetune_refuses_bad_settings_before_any_stage(tmp_path, env, message):
+    data, work = write_pairs(tmp_path / "data"), tmp_path / "work"
+    result = finetune(data, work, **env)
+    assert result.returncode == 2 and message in result.stderr, result.stderr
+    assert not work.exists()
+
+
+@pytest.mark.parametrize(
+    "overrides, work_name, message",
+    [
+        ({"train.tgt": b"a\nb\n"}, "work", "train.src has 3 lines but"),
+        ({"train.src": b"a\n\xff\nc\n"}, "work", "train.src:2: not UTF-8"),
+        ({}, "my,work", "fairseq splits paths on ',' and ':'"),
+        ({}, "shard:work", "fairseq splits paths on ',' and ':'"),
+    ],
+)
+def test_finetune_refuses_bad_inputs_before_any_stage(tmp_path, overrides, work_name, message):
+    data, work = write_pairs(tmp_path / "data", **overrides), tmp_path / work_name
+    result = finetune(data, work)
+    assert result.returncode != 0 and message in result.stderr, result.stderr
+    assert not work.exists()
