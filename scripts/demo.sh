@@ -8,5 +8,5 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup_env.sh --demo
 # shellcheck disable=SC1091
-. .venv/bin/activate
+. "${VENV:-.venv}/bin/activate"
 bash examples/aclsum/demo.sh "${WORK:-work/aclsum}"

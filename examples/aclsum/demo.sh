@@ -6,14 +6,19 @@
 #
 #   bash examples/aclsum/demo.sh [WORK_DIR] [extra fairseq-train flags]
 #
-# MAX_SRC (source positions, default 256) sets the source budget; every other setting (UPDATES, MINUTES,
-# LR, BATCH, BEAM, ...) is examples/s2s_ft/finetune.sh's, which does the work.
+# MAX_SRC (source positions, default 256) sets the source budget; TEST_PAIRS (default: all 300) keeps only
+# the first N test pairs (a smoke run: CI runs UPDATES=2 TEST_PAIRS=10); every other setting (UPDATES,
+# MINUTES, LR, BATCH, BEAM, ...) is examples/s2s_ft/finetune.sh's, which does the work.
 set -euo pipefail
 REPO=$(cd "$(dirname "$0")/../.." && pwd)
 WORK=${1:-work/aclsum}
 shift $(( $# > 0 ? 1 : 0 ))
-: "${MAX_SRC:=256}"
+: "${MAX_SRC:=256}" "${TEST_PAIRS:=}"
 export MAX_SRC
+if [ -n "$TEST_PAIRS" ] && ! [[ $TEST_PAIRS =~ ^[1-9][0-9]*$ ]]; then
+  echo "error: TEST_PAIRS=$TEST_PAIRS must be a positive whole number (or empty: all test pairs)" >&2
+  exit 2
+fi
 start=$(date +%s)
 
 # shellcheck source=examples/aclsum/common.sh
@@ -24,6 +29,12 @@ echo "== ACLSum -> aspect-conditioned pairs (source: aspect, abstract, introduct
 printf '+ %s\n' "python scripts/prepare_aclsum.py --output $WORK/data ..." >&2
 python "$REPO/scripts/prepare_aclsum.py" --output "$WORK/data" --wordpiece-vocab "$MODEL_DIR/vocab.txt" \
   --max-source-tokens $((MAX_SRC - 2))
+if [ -n "$TEST_PAIRS" ]; then
+  echo "== keeping the first $TEST_PAIRS test pairs (TEST_PAIRS)"
+  for file in "$WORK"/data/test.*; do
+    head -n "$TEST_PAIRS" "$file" > "$file.part" && mv "$file.part" "$file"
+  done
+fi
 
 bash "$REPO/examples/s2s_ft/finetune.sh" "$WORK/data" "$WORK/run" "$@"
 echo "main job: $(( $(date +%s) - start )) s (after set-up) on $(nproc) CPU cores"

@@ -63,8 +63,73 @@ run() {  # print a command, then run it
 stage() { [[ ",$STAGES," == *",$1,"* ]]; }
 # shellcheck source=examples/common/pairs.sh
 . "$REPO/examples/common/pairs.sh"
+# every setting and the input files are checked before the first stage
+need_choice INIT pretrained random
+need_choice METHOD pseudo_masked masked causal
+need_choice CPU 0 1
+need_whole UPDATES 1
+need_whole VALID_EVERY 1
+need_whole BATCH 1
+need_whole WARMUP 0
+need_whole MAX_SRC 3
+need_whole MAX_TGT 2
+need_whole BEAM 1
+need_whole MIN_LEN 0
+need_whole MAX_LEN 1
+need_whole NO_REPEAT_NGRAM 0
+need_whole GEN_BATCH 1
+need_whole SEED 0
+need_number LR
+need_number LENPEN zero
+if [ -n "$MINUTES" ]; then need_number MINUTES; fi
+if (( MIN_LEN > MAX_LEN )); then
+  echo "error: MIN_LEN=$MIN_LEN is above MAX_LEN=$MAX_LEN: no hypothesis could be that long and that short" >&2
+  exit 2
+fi
+for name in ${STAGES//,/ }; do
+  case "$name" in convert | tokenize | binarize | train | generate | score) ;; *)
+    echo "error: STAGES: '$name' is none of convert,tokenize,binarize,train,generate,score" >&2
+    exit 2 ;;
+  esac
+done
+case "$CKPT" in best | last) ;; *)
+  if [ ! -f "$CKPT" ] && ! stage train; then echo "error: CKPT=$CKPT: no such checkpoint (best, last or a path)" >&2; exit 2; fi ;;
+esac
+if [ -n "$PRETRAINED" ] && [ ! -f "$PRETRAINED" ]; then echo "error: PRETRAINED=$PRETRAINED: no such file" >&2; exit 2; fi
+need_plain_path DATA
+need_plain_path WORK
 require_pair_files "$DATA" "DATA_DIR needs {train,valid,test}.{src,tgt}"
+python "$REPO/scripts/check_pairs.py" "$DATA"
 mkdir -p "$WORK"
+LOGS=$WORK/logs
+mkdir -p "$LOGS"
+# quiet LOG COMMAND...: print the command, run it with its whole output in LOG (stdout to $QUIET_STDOUT
+# when set), and print its last log line every 30 s while it runs; on failure, the end of LOG
+quiet() {
+  local log=$1 start=$SECONDS heartbeat status=0
+  shift
+  printf '+ %s\n' "$*" >&2
+  (
+    trap 'kill "$nap" 2>/dev/null; exit 0' TERM  # its sleep goes too: nothing keeps the console's pipe open
+    while :; do
+      sleep 30 &
+      nap=$!
+      wait "$nap"
+      echo "   ... $(( SECONDS - start )) s: $(tail -n 1 "$log" 2>/dev/null | cut -c1-140)"
+    done
+  ) &
+  heartbeat=$!
+  if [ -n "${QUIET_STDOUT:-}" ]; then "$@" > "$QUIET_STDOUT" 2> "$log" || status=$?; else "$@" > "$log" 2>&1 || status=$?; fi
+  kill "$heartbeat" 2>/dev/null || true
+  wait "$heartbeat" 2>/dev/null || true
+  if [ "$status" != 0 ]; then
+    echo "error: $1 failed (exit $status); the end of $log:" >&2
+    tail -n 20 "$log" >&2
+    exit "$status"
+  fi
+}
+# show LOG PATTERN: the lines of LOG that sum a stage up, without their logging prefix
+show() { grep -E "$2" "$1" | sed -E 's/^([0-9-]+ [0-9:,]+ \| )?[A-Z]+( \||:)[^|:]*(\||:) ?/   /' || true; }
 MODEL=$WORK/model
 DEVICE=()
 if [ "$CPU" = 1 ]; then DEVICE=(--cpu); fi
@@ -83,7 +148,8 @@ if stage convert; then
       }
     fi
     echo "== convert $MODEL_DIR"
-    run python "$REPO/scripts/convert_hf_checkpoint.py" "$MODEL_DIR" "$MODEL" --overwrite
+    quiet "$LOGS/convert.log" python "$REPO/scripts/convert_hf_checkpoint.py" "$MODEL_DIR" "$MODEL" --overwrite
+    show "$LOGS/convert.log" "converted "
   fi
 fi
 if [ -n "$PRETRAINED" ]; then CHECKPOINT=$PRETRAINED; else CHECKPOINT=$MODEL/model.pt; fi
@@ -97,17 +163,19 @@ if stage tokenize; then
     done
   done
   mkdir -p "$WORK/text"
-  run python "$REPO/scripts/tokenize_text.py" --bpe wordpiece --wordpiece-vocab "$MODEL/dict.txt" \
-    --inputs "${inputs[@]}" --outputs "${outputs[@]}" --workers 2
+  quiet "$LOGS/tokenize.log" python "$REPO/scripts/tokenize_text.py" --bpe wordpiece \
+    --wordpiece-vocab "$MODEL/dict.txt" --inputs "${inputs[@]}" --outputs "${outputs[@]}" --workers 2
+  show "$LOGS/tokenize.log" " -> .*: [0-9]+ lines"
 fi
 
 if stage binarize; then
   echo "== binarize with the model's dictionary"
   rm -rf "$WORK/bin"
-  run fairseq-preprocess --user-dir "$REPO/unilm_fairseq" --task unilm_seq2seq \
+  quiet "$LOGS/binarize.log" fairseq-preprocess --user-dir "$REPO/unilm_fairseq" --task unilm_seq2seq \
     --source-lang src --target-lang tgt --srcdict "$MODEL/dict.txt" --joined-dictionary \
     --trainpref "$WORK/text/train" --validpref "$WORK/text/valid" --testpref "$WORK/text/test" \
     --destdir "$WORK/bin" --workers 2
+  show "$LOGS/binarize.log" "sents, [0-9]+ tokens"
 fi
 
 SAVE=$WORK/checkpoints
@@ -127,7 +195,9 @@ if stage train; then
     time_args=(--stop-time-hours "$(python -c "print($MINUTES / 60)")")
   fi
   rm -rf "$SAVE"
-  run fairseq-train "$WORK/bin" --user-dir "$REPO/unilm_fairseq" --task unilm_seq2seq \
+  # fairseq's training, validation and closing lines as they come; all it says is in train.log
+  train_lines='\| (train_inner|train|valid) \||done training in|Stopping training'
+  if ! run fairseq-train "$WORK/bin" --user-dir "$REPO/unilm_fairseq" --task unilm_seq2seq \
     --finetune-method "$METHOD" "${model_args[@]}" \
     --criterion unilm_seq2seq --label-smoothing 0.1 \
     --max-source-positions "$MAX_SRC" --max-target-positions "$MAX_TGT" \
@@ -138,7 +208,12 @@ if stage train; then
     --save-dir "$SAVE" --no-epoch-checkpoints --save-interval 1000 --validate-interval 1000 \
     --save-interval-updates "$VALID_EVERY" --validate-interval-updates "$VALID_EVERY" --keep-interval-updates 1 \
     --seed "$SEED" --num-workers 0 \
-    --log-format simple --log-interval 5 ${DEVICE[@]+"${DEVICE[@]}"} "$@"
+    --log-format simple --log-interval 5 ${DEVICE[@]+"${DEVICE[@]}"} "$@" 2>&1 \
+    | tee "$LOGS/train.log" | { grep --line-buffered -E "$train_lines" || true; }; then
+    echo "error: fairseq-train failed; the end of $LOGS/train.log:" >&2
+    tail -n 20 "$LOGS/train.log" >&2
+    exit 1
+  fi
 fi
 
 if stage generate; then
@@ -148,14 +223,15 @@ if stage generate; then
   esac
   echo "== generate the test set with $CHECKPOINT_FILE: beam $BEAM, length penalty $LENPEN," \
     "no repeated ${NO_REPEAT_NGRAM}-grams"
-  run fairseq-generate "$WORK/bin" --user-dir "$REPO/unilm_fairseq" --task unilm_seq2seq \
+  QUIET_STDOUT=$WORK/generate-test.out quiet "$LOGS/generate.log" fairseq-generate "$WORK/bin" --user-dir "$REPO/unilm_fairseq" --task unilm_seq2seq \
     --path "$CHECKPOINT_FILE" --gen-subset test \
     --beam "$BEAM" --lenpen "$LENPEN" --no-repeat-ngram-size "$NO_REPEAT_NGRAM" \
     --min-len "$MIN_LEN" --max-len-a 0 --max-len-b "$MAX_LEN" \
     --batch-size "$GEN_BATCH" \
     --bpe wordpiece --wordpiece-vocab "$MODEL/dict.txt" --scoring rouge \
-    --log-format simple --log-interval 1 ${DEVICE[@]+"${DEVICE[@]}"} > "$WORK/generate-test.out"
-  tail -1 "$WORK/generate-test.out"
+    --log-format simple --log-interval 1 ${DEVICE[@]+"${DEVICE[@]}"}
+  show "$LOGS/generate.log" "Translated [0-9]+ sentences"
+  echo "   $(tail -1 "$WORK/generate-test.out")"
 fi
 
 if stage score; then
@@ -170,3 +246,4 @@ if stage score; then
   run python "$REPO/scripts/rouge_table.py" --ref "$DATA/test.tgt" ${baselines[@]+"${baselines[@]}"} \
     --generated "s2s-ft ($METHOD)=$WORK/generate-test.out" --examples 5 --json "$WORK/scores.json"
 fi
+echo "== full logs: $LOGS/ ($(cd "$LOGS" && ls -- *.log 2>/dev/null | tr '\n' ' '))"
