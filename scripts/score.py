@@ -26,6 +26,7 @@ from unilm_fairseq.scoring.metrics import (
     ROUGE_TYPES,
     MeteorUnavailableError,
     bleu4,
+    check_pairs,
     detokenize,
     meteor,
     parse_generate_output,
@@ -110,6 +111,7 @@ def load_pairs(args: argparse.Namespace) -> Tuple[List[str], List[str]]:
             raise ValueError(f"{args.hyp} has {len(hyps)} lines but {args.ref} has {len(refs)}")
         if args.detok_ref:
             refs = [detokenize(r, args.detok) for r in refs]
+    check_pairs(hyps, refs)  # nothing to score, or unequal counts: one line, before any scoring
     hyps = [detokenize(h, args.detok) for h in hyps]
     if args.lowercase:
         hyps, refs = [h.lower() for h in hyps], [r.lower() for r in refs]

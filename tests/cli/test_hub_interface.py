@@ -210,3 +210,31 @@ def test_the_model_class_loads_the_same_interface(trained, unilm):
     assert type(hub) is UniLMHubInterface
     inputs = RAW_INPUTS[:3]
     assert hub.generate(inputs, **DEFAULT_OPTIONS) == unilm.generate(inputs, **DEFAULT_OPTIONS)
+
+
+@pytest.mark.parametrize(
+    "options, message",
+    [
+        ({"max_len_b": 0}, "--min-len 1 is above the longest output allowed"),
+        ({"max_len_b": 2, "min_len": 3}, "--min-len 3 is above the longest output allowed"),
+        ({"nbest": 6, "beam": 5}, "--nbest 6 needs 1 <= nbest <= --beam (5)"),
+    ],
+)
+def test_impossible_generation_options_are_refused_before_decoding(trained, unilm, options, message):
+    """fairseq-generate once asserted deep in the search (min_len > max_len) or quietly returned beam
+    hypotheses for a larger --nbest; the Python API and the command line now refuse both alike."""
+    ckpt = trained / "ckpt"
+    proc = run_cli(["fairseq-generate", str(trained / "bin"), "--user-dir", "unilm_fairseq", "--task",
+                    "unilm_seq2seq", "--path", str(ckpt / "checkpoint_last.pt"), "--gen-subset", "test",
+                    "--batch-size", str(BATCH), "--cpu", *cli_options(options)], check=False)  # fmt: skip
+    assert proc.returncode != 0 and message in proc.stderr, proc.stderr[-2000:]
+    assert "AssertionError" not in proc.stderr and not re.search(r"^H-\d+", proc.stdout, re.M)
+    if "nbest" not in options:  # the API's own nbest check words it its own way
+        with pytest.raises(ValueError, match=re.escape(message)):
+            unilm.generate(RAW_INPUTS[:1], **options)
+
+
+def test_min_len_beyond_a_source_dependent_limit_is_refused(unilm):
+    """--max-len-a: the limit depends on each source; the batch is refused before its search starts."""
+    with pytest.raises(ValueError, match=r"--min-len 30 cannot be met: sources of \d+ tokens allow at most"):
+        unilm.generate(RAW_INPUTS[:1], min_len=30, max_len_a=1, max_len_b=0)

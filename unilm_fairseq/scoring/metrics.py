@@ -205,5 +205,11 @@ def parse_generate_output(lines: List[str]) -> Tuple[List[str], List[str]]:
     missing = sorted(set(hyps) - set(found["T"]))
     if missing:
         raise ValueError(f"{len(missing)} hypotheses have no T-<id> target line (first id {missing[0]})")
+    unanswered = sorted(set(found["T"]) - set(hyps))
+    if unanswered:  # a cut-short log: scoring the rest would quietly report a different test set
+        raise ValueError(
+            f"{len(unanswered)} of {len(found['T'])} targets have no hypothesis (first id {unanswered[0]}): "
+            "was generation cut short?"
+        )
     ids = sorted(hyps)
     return [hyps[i] for i in ids], [found["T"][i] for i in ids]

@@ -39,6 +39,37 @@ class DecodingConventionsConfig(FairseqDataclass):
     )
 
 
+def check_generation_options(args) -> None:
+    """Refuse generation options that cannot be honoured, before any decoding (fairseq would assert deep
+    inside the search, or quietly return fewer hypotheses than asked for).
+
+    ``args``: fairseq's generation options (``beam``, ``nbest``, ``min_len``, ``max_len_a``, ``max_len_b``).
+    """
+    beam, nbest = int(getattr(args, "beam", 1)), int(getattr(args, "nbest", 1))
+    if beam < 1:
+        raise ValueError(f"--beam {beam}: needs at least 1")
+    if not 1 <= nbest <= beam:
+        raise ValueError(
+            f"--nbest {nbest} needs 1 <= nbest <= --beam ({beam}): the search keeps only beam hypotheses"
+        )
+    min_len, max_len_a = int(getattr(args, "min_len", 1)), float(getattr(args, "max_len_a", 0) or 0)
+    max_len_b = int(getattr(args, "max_len_b", 200))
+    if max_len_a == 0 and min_len > max_len_b:
+        raise ValueError(
+            f"--min-len {min_len} is above the longest output allowed (--max-len-a 0 --max-len-b {max_len_b})"
+        )
+
+
+def check_min_len_fits(min_len: int, last_step: int, src_len: int) -> None:
+    """Per batch: the generator's last step (``max_len_a * src_len + max_len_b``, capped by the position
+    table) must leave room for ``min_len`` tokens."""
+    if min_len > last_step:
+        raise ValueError(
+            f"--min-len {min_len} cannot be met: sources of {src_len} tokens allow at most {last_step} "
+            "output tokens (--max-len-a/--max-len-b and the position table)"
+        )
+
+
 class DecodingConventionsTask:
     """Mixin for a task with a :class:`DecodingConventionsConfig`: its generator honours both options.
 
@@ -57,6 +88,7 @@ class DecodingConventionsTask:
         no_repeat_ngram_exempt: Optional[Sequence[str]] = None,
         **kwargs,
     ):
+        check_generation_options(args)
         style = str(lenpen_style or self.cfg.lenpen_style)
         if style not in LENPEN_STYLES:
             raise ValueError(f"lenpen_style {style!r}: expected one of {', '.join(LENPEN_STYLES)}")

@@ -20,7 +20,7 @@ from ..data.seq2seq.seq2seq_dataset import SOURCE_SPECIALS, TARGET_SPECIALS, Seq
 from ..models.architecture_presets import prepare_model_config
 from ..models.generation import check_decoding_positions, last_decoding_position
 from ..models.unilmv2 import check_seq2seq_segments
-from .decoding_conventions import DecodingConventionsConfig, DecodingConventionsTask
+from .decoding_conventions import DecodingConventionsConfig, DecodingConventionsTask, check_min_len_fits
 from .shared_dictionary import SharedDictionaryTask
 
 logger = logging.getLogger(__name__)
@@ -280,6 +280,7 @@ class UniLMSeq2SeqTask(DecodingConventionsTask, SharedDictionaryTask):
                 "position table", generator.max_len - 1, wanted, src_len, room,
             )  # fmt: skip
         steps = min(wanted, generator.max_len - 1)  # the generator's last step
+        check_min_len_fits(generator.min_len, steps, src_len)
         for model in models:
             check_decoding_positions(last_decoding_position(model.decoder.method, src_len, steps), table)
         return generator.generate(models, sample, prefix_tokens=prefix_tokens, constraints=constraints)
