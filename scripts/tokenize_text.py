@@ -19,6 +19,7 @@ import logging
 import multiprocessing
 import multiprocessing.pool
 import sys
+import time
 from typing import Optional
 
 from fairseq.data.encoders import BPE_REGISTRY, build_bpe
@@ -32,6 +33,7 @@ logger = logging.getLogger("tokenize_text")
 UNSET = "???"  # omegaconf's mandatory-value marker, the default of options such as --sentencepiece-model
 REMOTE = ("http://", "https://")
 CHUNK_LINES = 256  # lines handed to a worker at a time
+PROGRESS_SECONDS = 30  # a progress line at least this often on long inputs
 
 _encoder = None  # one per worker process, built by _init_worker
 
@@ -82,22 +84,41 @@ def parse_args(argv=None) -> argparse.Namespace:
 
 def _open(path: str, mode: str, stack: contextlib.ExitStack):
     if path == "-":
-        return sys.stdin if "r" in mode else sys.stdout
+        return sys.stdin.buffer if "r" in mode else sys.stdout
+    if "r" in mode:  # bytes: each line is decoded alone, so a bad byte is reported with its line
+        return stack.enter_context(open(path, "rb"))
     # newline="\n": a stray carriage return is whitespace inside a line, not a line break
     return stack.enter_context(open(path, mode, encoding="utf-8", newline="\n"))
+
+
+def decoded_lines(reader, source: str):
+    """The lines of a binary reader as text, without their line ends; invalid UTF-8 is an error naming the
+    file, the line and the byte (before a worker sees it, so nothing half-written is left unexplained)."""
+    for number, raw in enumerate(reader, 1):
+        try:
+            text = raw.decode("utf-8")
+        except UnicodeDecodeError as error:
+            raise ValueError(
+                f"{source}:{number}: not UTF-8 (byte {raw[error.start]:#04x} at column {error.start + 1})"
+            ) from None
+        yield text.rstrip("\r\n")
 
 
 def tokenize_file(source: str, destination: str, pool: Optional[multiprocessing.pool.Pool]) -> None:
     with contextlib.ExitStack() as stack:
         reader, writer = _open(source, "r", stack), _open(destination, "w", stack)
-        lines = (line.rstrip("\r\n") for line in reader)
+        lines = decoded_lines(reader, source)
         encoded = pool.imap(encode_line, lines, chunksize=CHUNK_LINES) if pool else map(encode_line, lines)
         num_lines = num_empty = num_tokens = 0
+        last_report = time.monotonic()
         for tokens in encoded:
             writer.write(tokens + "\n")
             num_lines += 1
             num_empty += not tokens
             num_tokens += len(tokens.split())
+            if time.monotonic() - last_report >= PROGRESS_SECONDS:
+                logger.info("%s: %d lines, %d tokens so far", source, num_lines, num_tokens)
+                last_report = time.monotonic()
     logger.info(
         "%s -> %s: %d lines (%d empty), %d tokens", source, destination, num_lines, num_empty, num_tokens
     )
@@ -112,7 +133,10 @@ def main(argv=None) -> None:
         if args.workers > 1:
             pool = stack.enter_context(multiprocessing.Pool(args.workers, _init_worker, (args,)))
         for source, destination in zip(args.inputs, args.outputs):
-            tokenize_file(source, destination, pool)
+            try:
+                tokenize_file(source, destination, pool)
+            except (OSError, ValueError) as error:
+                sys.exit(f"error: {error} ({destination} is incomplete)")
 
 
 if __name__ == "__main__":

@@ -125,3 +125,16 @@ def test_bad_arguments(argv, message, capsys):
     with pytest.raises(SystemExit):
         load_script().parse_args(argv)
     assert message in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("workers", ["1", "2"])
+def test_invalid_utf8_names_the_file_and_the_line(tmp_path, workers):
+    vocab = tmp_path / "vocab.txt"
+    vocab.write_text("\n".join([*SPECIAL_TOKENS, "good", "line", "bad", "byte"]) + "\n", encoding="utf-8")
+    source = tmp_path / "train.src"
+    source.write_bytes(b"good line\n" * 600 + b"bad \xff byte\n")  # past the first chunk of a worker
+    argv = ["python", SCRIPT, "--bpe", "wordpiece", "--wordpiece-vocab", str(vocab), "--inputs", str(source)]
+    proc = run_cli([*argv, "--outputs", str(tmp_path / "out"), "--workers", workers], check=False)
+    assert proc.returncode == 1
+    assert f"error: {source}:601: not UTF-8 (byte 0xff at column 5)" in proc.stderr
+    assert "Traceback" not in proc.stderr
