@@ -239,3 +239,20 @@ def test_cli_fields_format_and_bad_input(tmp_path):
     proc = prepare("--format", "xsum", "--input", raw, "--output", out, "--splits", "train", check=False)
     assert proc.returncode != 0 and "train: no examples written" in proc.stderr
     assert "4 without a field" in proc.stderr
+
+
+def test_a_non_utf8_json_line_is_skipped_and_counted_not_the_whole_file(tmp_path, caplog):
+    path = tmp_path / "train.jsonl"
+    lines = [json.dumps(r).encode() for r in CNNDM[:2]]
+    path.write_bytes(lines[0] + b"\n" + b'{"article": "caf\xe9", "highlights": "x"}\n' + lines[1] + b"\n")
+    with caplog.at_level("WARNING"):
+        pairs, stats = read_all("cnndm", [str(path)], target_lines=True)
+    assert len(pairs) == 2 and stats["rows"] == 3 and stats["row_unreadable"] == 1
+    assert f"{path}:2: skipped: not a JSON object (or not UTF-8)" in caplog.text
+
+
+def test_a_non_utf8_json_array_is_a_clear_error(tmp_path):
+    path = tmp_path / "train.json"
+    path.write_bytes(b'[{"article": "caf\xe9", "highlights": "x"}]')
+    with pytest.raises(ValueError, match="not UTF-8 text"):
+        read_all("cnndm", [str(path)], target_lines=True)

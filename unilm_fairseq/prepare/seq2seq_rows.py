@@ -101,33 +101,32 @@ def import_pyarrow():
 
 
 def iter_rows(path: str, fields: Sequence[str] = ()) -> Iterator[Tuple[int, Any]]:
-    """``(row number, row)`` of a row file, from 1; a JSON line that does not parse gives
-    ``(number, None)``. ``fields``: a Parquet file must have their columns, and only those are read."""
+    """``(row number, row)`` of a row file, from 1; a JSON line that is not UTF-8 or does not parse
+    gives ``(number, None)``. ``fields``: a Parquet file must have their columns, and only those are read."""
     if path.endswith(".parquet"):
         yield from _parquet_rows(path, fields)
         return
-    try:
-        with open(path, encoding="utf-8") as f:
+    with open(path, "rb") as f:
+        first = f.read(1)
+        while first.isspace():
             first = f.read(1)
-            while first.isspace():
-                first = f.read(1)
-            if first == "[":  # one JSON array
-                try:
-                    rows = json.loads(first + f.read())
-                except json.JSONDecodeError as err:
-                    raise ValueError(f"{path}: not a JSON array of objects ({err})") from err
-                yield from enumerate(rows, 1)
-                return
-            f.seek(0)
-            for number, line in enumerate(f, 1):
-                if not line.strip():
-                    continue
-                try:
-                    yield number, json.loads(line)
-                except json.JSONDecodeError:
-                    yield number, None
-    except UnicodeDecodeError as err:
-        raise ValueError(f"{path}: not UTF-8 text ({err})") from err
+        if first == b"[":  # one JSON array: one document, so a bad byte spoils all of it
+            try:
+                rows = json.loads((first + f.read()).decode("utf-8"))
+            except UnicodeDecodeError as err:
+                raise ValueError(f"{path}: not UTF-8 text ({err})") from err
+            except json.JSONDecodeError as err:
+                raise ValueError(f"{path}: not a JSON array of objects ({err})") from err
+            yield from enumerate(rows, 1)
+            return
+        f.seek(0)
+        for number, raw in enumerate(f, 1):  # JSON lines: each line decoded alone, a bad one skipped
+            if not raw.strip():
+                continue
+            try:
+                yield number, json.loads(raw.decode("utf-8"))
+            except (UnicodeDecodeError, json.JSONDecodeError):
+                yield number, None
 
 
 def _parquet_rows(path: str, fields: Sequence[str]) -> Iterator[Tuple[int, Dict[str, Any]]]:
@@ -270,7 +269,7 @@ class RowReader:
 
     def pair(self, row: Any, where: str) -> Optional[Pair]:
         if not isinstance(row, dict):
-            self.skip("row_unreadable", where, "not a JSON object")
+            self.skip("row_unreadable", where, "not a JSON object (or not UTF-8)")
             return None
         if self.layout.answer:
             if self.text(row, self.layout.source, where) is None:
