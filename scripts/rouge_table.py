@@ -105,6 +105,8 @@ def main(argv=None) -> int:
         if args.rouge_backend == "perl":
             check_perl_rouge()
         refs = read_lines(args.ref)
+        if not refs:
+            raise ValueError(f"{args.ref} is empty: no pairs to score")
         systems: Dict[str, List[str]] = {}
         if args.lead:
             sources = read_lines(args.lead)

@@ -181,8 +181,17 @@ GENERATE_LINE = re.compile(r"^([HDT])-(\d+)\t(.*)$")
 
 
 def read_lines(path: str) -> List[str]:
-    with open(path, encoding="utf-8") as f:
-        return [line.rstrip("\n") for line in f]
+    """The lines of a UTF-8 text file; a line that is not UTF-8 is a ``ValueError`` naming file and line."""
+    lines = []
+    with open(path, "rb") as f:
+        for number, raw in enumerate(f, 1):
+            try:
+                lines.append(raw.decode("utf-8").rstrip("\r\n"))
+            except UnicodeDecodeError as error:
+                raise ValueError(
+                    f"{path}:{number}: not UTF-8 (byte {raw[error.start]:#04x} at column {error.start + 1})"
+                ) from None
+    return lines
 
 
 def parse_generate_output(lines: List[str]) -> Tuple[List[str], List[str]]:

@@ -1,0 +1,63 @@
+"""scripts/score.py and scripts/rouge_table.py on bad input: one error line, exit 1, never a traceback."""
+
+import os
+import sys
+
+import pytest
+
+from tests.helpers.cli import REPO
+
+sys.path.insert(0, os.path.join(REPO, "scripts"))
+import rouge_table  # noqa: E402
+import score  # noqa: E402
+
+GENERATE_LOG = "S-0\tsrc\nT-0\tthe cat sat\nH-0\t-1.0\tthe cat sat\nD-0\t-1.0\tthe cat sat\nT-1\ta dog ran\n"
+
+FILES = {
+    "empty": b"",
+    "one": b"the cat sat\n",
+    "two": b"the cat sat\na dog ran\n",
+    "bad": b"the cat sat\n\xffdog\n",
+    "cut.out": GENERATE_LOG.encode(),
+}
+
+
+@pytest.fixture
+def files(tmp_path, monkeypatch):
+    for name, data in FILES.items():
+        (tmp_path / name).write_bytes(data)
+    monkeypatch.chdir(tmp_path)
+
+
+def run_score(argv):
+    with pytest.raises(SystemExit) as exit_info:
+        score.main(argv)
+    return str(exit_info.value.code)
+
+
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["--hyp", "empty", "--ref", "empty"], "error: no hypotheses to score"),
+        (["--hyp", "one", "--ref", "two"], "error: one has 1 lines but two has 2"),
+        (["--hyp", "bad", "--ref", "two"], "error: bad:2: not UTF-8 (byte 0xff at column 1)"),
+        (["--hyp", "one", "--ref", "missing"], "No such file or directory: 'missing'"),
+        (["--generate-output", "cut.out"], "error: 1 of 2 targets have no hypothesis (first id 1)"),
+    ],
+)
+def test_score_bad_input(files, argv, message):
+    assert message in run_score(argv)
+
+
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["--ref", "empty", "--system", "x=empty"], "error: empty is empty: no pairs to score"),
+        (["--ref", "two", "--system", "x=one"], "error: one has 1 lines but two has 2"),
+        (["--ref", "bad", "--system", "x=two"], "error: bad:2: not UTF-8"),
+        (["--ref", "two", "--generated", "x=cut.out"], "1 of 2"),
+    ],
+)
+def test_rouge_table_bad_input(files, capsys, argv, message):
+    assert rouge_table.main(argv) == 1
+    assert message in capsys.readouterr().err
