@@ -238,3 +238,20 @@ def test_min_len_beyond_a_source_dependent_limit_is_refused(unilm):
     """--max-len-a: the limit depends on each source; the batch is refused before its search starts."""
     with pytest.raises(ValueError, match=r"--min-len 30 cannot be met: sources of \d+ tokens allow at most"):
         unilm.generate(RAW_INPUTS[:1], min_len=30, max_len_a=1, max_len_b=0)
+
+
+@pytest.mark.parametrize(
+    "call, message",
+    [
+        (lambda m: m.score(["w1 w2"], ["w1", "w2"]), "takes as many targets as sources"),
+        (lambda m: m.score("w1 w2", " ".join(["w1"] * 40)), "longer than max_target_positions=16"),
+        (lambda m: m.generate(RAW_INPUTS[:1], beam=0), "needs 1 <= nbest <= beam"),
+    ],
+)
+def test_api_bad_requests_are_value_errors(unilm, call, message):
+    with pytest.raises(ValueError, match=message):
+        call(unilm)
+
+
+def test_api_empty_requests_give_empty_answers(unilm):
+    assert unilm.generate([]) == [] and unilm.score([], []) == []
