@@ -197,7 +197,7 @@ if stage train; then
   rm -rf "$SAVE"
   # fairseq's training, validation and closing lines as they come; all it says is in train.log
   train_lines='\| (train_inner|train|valid) \||done training in|Stopping training'
-  if ! run fairseq-train "$WORK/bin" --user-dir "$REPO/unilm_fairseq" --task unilm_seq2seq \
+  train_command=(fairseq-train "$WORK/bin" --user-dir "$REPO/unilm_fairseq" --task unilm_seq2seq \
     --finetune-method "$METHOD" "${model_args[@]}" \
     --criterion unilm_seq2seq --label-smoothing 0.1 \
     --max-source-positions "$MAX_SRC" --max-target-positions "$MAX_TGT" \
@@ -208,8 +208,9 @@ if stage train; then
     --save-dir "$SAVE" --no-epoch-checkpoints --save-interval 1000 --validate-interval 1000 \
     --save-interval-updates "$VALID_EVERY" --validate-interval-updates "$VALID_EVERY" --keep-interval-updates 1 \
     --seed "$SEED" --num-workers 0 \
-    --log-format simple --log-interval 5 ${DEVICE[@]+"${DEVICE[@]}"} "$@" 2>&1 \
-    | tee "$LOGS/train.log" | { grep --line-buffered -E "$train_lines" || true; }; then
+    --log-format simple --log-interval 5 ${DEVICE[@]+"${DEVICE[@]}"} "$@")
+  printf '+ %s\n' "${train_command[*]}" >&2
+  if ! "${train_command[@]}" 2>&1 | tee "$LOGS/train.log" | { grep --line-buffered -E "$train_lines" || true; }; then
     echo "error: fairseq-train failed; the end of $LOGS/train.log:" >&2
     tail -n 20 "$LOGS/train.log" >&2
     exit 1

@@ -34,6 +34,11 @@ def test_console_shows_the_steps_the_training_the_table_and_the_logs(smoke):
     console, work = smoke
     for header in HEADERS:
         assert re.search(rf"^{re.escape(header)}", console, re.M), header
+    for command in ("convert_hf_checkpoint.py", "tokenize_text.py", "fairseq-preprocess", "fairseq-train",
+                    "fairseq-generate", "rouge_table.py"):  # fmt: skip
+        assert re.search(rf"^\+ .*{re.escape(command)} ", console, re.M), (
+            f"the {command} command is not shown"
+        )
     assert re.search(r"\| train_inner \||\| train \| epoch", console), "no training line"
     assert re.search(r"\| valid \| .*valid on 'valid' subset", console), "no validation line"
     assert re.search(r"^system +ROUGE-1 +ROUGE-2 +ROUGE-L +\(4 pairs", console, re.M), "no ROUGE table"
