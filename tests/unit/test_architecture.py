@@ -13,6 +13,7 @@ PACKAGE = os.path.join(REPO, "unilm_fairseq")
 FOUNDATIONS = {"masks", "modules", "encoders"}
 ALLOWED = {
     "masks": set(),
+    "known_warnings": set(),
     "modules": set(),
     "encoders": set(),
     "seq2seq_layout": {"masks", "data"},

@@ -567,14 +567,18 @@ def train_commands(stubs, tmp_path, recipe: str, gpus: int) -> List[List[str]]:
             (tmp_path / "bin" / name).write_text("a b c\n")
         (tmp_path / "minilm").mkdir()
         (tmp_path / "minilm" / "model_args.txt").write_text(MINILM_ARGS + "\n")
+        (tmp_path / "minilm" / "model.pt").write_bytes(b"")  # finetune.sh checks that it exists
         environ.update(PRETRAINED=str(tmp_path / "minilm" / "model.pt"), CPU="1")
     proc = subprocess.run(
         ["bash", os.path.join(REPO, recipe), str(tmp_path / "bin"), str(work)],
         cwd=tmp_path, env=environ, capture_output=True, text=True, timeout=60,
     )  # fmt: skip
     assert proc.returncode == 0, proc.stderr
-    runs = proc.stdout.split("fairseq-train\n")[1:]
-    assert runs, proc.stdout
+    output = proc.stdout
+    if (work / "logs" / "train.log").exists():  # finetune.sh keeps fairseq-train's whole output there
+        output += (work / "logs" / "train.log").read_text()
+    runs = output.split("fairseq-train\n")[1:]
+    assert runs, output
     return [run.splitlines() for run in runs]
 
 

@@ -211,9 +211,12 @@ def baseline_hypotheses(pairs: Sequence[Pair], name: str, score: Optional[Callab
 
 @functools.lru_cache(maxsize=1)
 def _scorer():
-    from ..scoring.metrics import rouge_score_scorer
+    from rouge_score import rouge_scorer, tokenizers
 
-    return rouge_score_scorer(["rouge1", "rouge2", "rougeL"], use_stemmer=True)
+    # the tokenizer passed in, as scoring/metrics.py does: the same tokens, no absl line per scorer
+    return rouge_scorer.RougeScorer(
+        ["rouge1", "rouge2", "rougeL"], use_stemmer=True, tokenizer=tokenizers.DefaultTokenizer(True)
+    )
 
 
 def summed_rouge(reference: str, hypothesis: str) -> float:
