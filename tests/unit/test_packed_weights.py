@@ -1,0 +1,108 @@
+"""Packed weights (int8 rows, xz): the round trip's error bound, tied tensors, the shipped file, bad input."""
+
+import os
+import sys
+
+import pytest
+import torch
+
+from tests.helpers.cli import REPO
+from unilm_fairseq.checkpoint.packed_weights import (
+    pack_state_dict,
+    read_packed,
+    unpack_state_dict,
+    write_packed,
+)
+
+sys.path.insert(0, os.path.join(REPO, "scripts"))
+import pack_weights  # noqa: E402
+
+SHIPPED = os.path.join(REPO, "data", "minilm-continued-ae.pt.xz")
+
+
+def toy_state():
+    torch.manual_seed(0)
+    embeddings = torch.randn(50, 8)
+    return {
+        "embeddings.weight": embeddings,
+        "layer.weight": torch.randn(8, 8) * 3,
+        "zero.weight": torch.zeros(4, 8),
+        "layer.bias": torch.randn(8),
+        "head.weight": embeddings,  # tied, as the LM head is
+        "steps": torch.tensor([3, 4]),
+    }
+
+
+def test_round_trip_within_half_a_step_per_row(tmp_path):
+    state = toy_state()
+    path = tmp_path / "w.pt.xz"
+    write_packed(pack_state_dict(state), str(path))
+    back = unpack_state_dict(read_packed(str(path)))
+    assert list(back) == list(state)
+    for name in ("embeddings.weight", "layer.weight"):
+        step = state[name].abs().amax(dim=1, keepdim=True) / 127
+        error = (back[name] - state[name]).abs()
+        # half a quantization step, plus the float16 rounding of the scale (times up to 127 levels)
+        assert bool((error <= step * (0.5 + 127 * 2**-11)).all()), name
+    assert torch.equal(back["zero.weight"], state["zero.weight"])
+    assert (back["layer.bias"] - state["layer.bias"]).abs().max() < 2e-3  # float16
+    assert torch.equal(back["steps"], state["steps"])
+    assert back["head.weight"] is back["embeddings.weight"]  # still one tensor
+
+
+def test_bad_files_are_clear_errors(tmp_path):
+    not_xz = tmp_path / "plain.pt"
+    not_xz.write_bytes(b"hello")
+    with pytest.raises(ValueError, match="not an xz file"):
+        read_packed(str(not_xz))
+    with pytest.raises(ValueError, match="format"):
+        unpack_state_dict({"format": "other", "tensors": {}})
+    with pytest.raises(ValueError, match="tied to missing"):
+        unpack_state_dict({"format": "int8-rows-v1", "tensors": {"a": {"tied": "missing"}}})
+
+
+def test_unpack_refuses_a_base_of_another_architecture(tmp_path, capsys):
+    write_packed(pack_state_dict(toy_state()), str(tmp_path / "w.pt.xz"))
+    torch.save({"model": {"embeddings.weight": torch.zeros(50, 8)}}, tmp_path / "base.pt")
+    assert (
+        pack_weights.main(
+            ["unpack", str(tmp_path / "w.pt.xz"), str(tmp_path / "base.pt"), str(tmp_path / "o.pt")]
+        )
+        == 1
+    )
+    assert "does not fit" in capsys.readouterr().err and not (tmp_path / "o.pt").exists()
+    state = toy_state()
+    state["layer.weight"] = torch.zeros(9, 8)
+    torch.save({"model": state}, tmp_path / "base.pt")
+    assert (
+        pack_weights.main(
+            ["unpack", str(tmp_path / "w.pt.xz"), str(tmp_path / "base.pt"), str(tmp_path / "o.pt")]
+        )
+        == 1
+    )
+    assert "other shapes for ['layer.weight']" in capsys.readouterr().err
+
+
+def test_unpack_onto_a_base_keeps_its_config_and_takes_the_weights(tmp_path):
+    state = toy_state()
+    write_packed(pack_state_dict(state), str(tmp_path / "w.pt.xz"))
+    base = {name: torch.zeros_like(value) for name, value in state.items()}
+    torch.save({"model": base, "cfg": {"kept": True}, "last_optimizer_state": {"x": 1}}, tmp_path / "base.pt")
+    assert (
+        pack_weights.main(
+            ["unpack", str(tmp_path / "w.pt.xz"), str(tmp_path / "base.pt"), str(tmp_path / "o.pt")]
+        )
+        == 0
+    )
+    out = torch.load(tmp_path / "o.pt", weights_only=True)
+    assert out["cfg"] == {"kept": True} and "last_optimizer_state" not in out
+    assert (out["model"]["layer.weight"] - state["layer.weight"]).abs().max() < 0.05
+
+
+def test_the_shipped_weights_fit_the_minilm_and_stay_under_25_mb():
+    assert os.path.getsize(SHIPPED) <= 25 * 10**6
+    weights = unpack_state_dict(read_packed(SHIPPED))
+    assert weights["transformer.embeddings.tokens.weight"].shape == (30522, 384)
+    assert weights["lm_head.weight"] is weights["transformer.embeddings.tokens.weight"]
+    layers = {name.split(".")[2] for name in weights if name.startswith("transformer.layers.")}
+    assert len(layers) == 6
