@@ -4,7 +4,9 @@
     python scripts/check_pairs.py DATA_DIR [--splits train valid test]
 
 Each split's two files must exist, hold the same number of lines (one example per line), be valid UTF-8,
-have no blank line (every pair needs a source and a target) and hold at least one pair. Every problem
+have no blank line (every pair needs a source and a target) and hold at least one pair. A baseline's
+hypotheses ``test.NAME.hyp`` (scored beside the model) must be valid UTF-8 and hold one line per test
+pair (a blank line is an empty hypothesis, allowed). Every problem
 found is printed as one line naming the file, the line and what is wrong; the exit status is 1 if there
 was any, 0 otherwise. ``examples/s2s_ft/finetune.sh`` runs this first, so a bad file stops it before the
 conversion, tokenizing and binarizing stages rather than in the middle of them.
@@ -58,6 +60,23 @@ def check_pairs(data: str, splits=("train", "valid", "test")) -> List[str]:
             )
         elif sources == 0:
             problems.append(f"{split}: {paths[0]} and {paths[1]} are empty")
+        if split == "test" and not missing:
+            problems += baseline_problems(data, targets)
+    return problems
+
+
+def baseline_problems(data: str, pairs: int) -> List[str]:
+    """Problems of ``data``'s ``test.NAME.hyp`` files: invalid UTF-8, or not one line per test pair."""
+    problems = []
+    for name in sorted(os.listdir(data)):
+        if name.startswith("test.") and name.endswith(".hyp"):
+            path = os.path.join(data, name)
+            lines, found = scan(path)
+            problems += [problem for problem in found if "blank line" not in problem]
+            if lines != pairs:
+                problems.append(
+                    f"{path} has {lines} lines but the test set has {pairs} pairs (one hypothesis each)"
+                )
     return problems
 
 

@@ -206,6 +206,13 @@ def parse_args(argv=None):
     unknown = sorted(set(args.splits) - set(sources.SPLITS))
     if unknown:
         parser.error(f"unknown splits {unknown}: use {','.join(sources.SPLITS)}")
+    for option in ("max_source_tokens", "max_target_tokens"):
+        if getattr(args, option) < 0:
+            parser.error(
+                f"--{option.replace('_', '-')} {getattr(args, option)}: must be 0 (no limit) or more"
+            )
+    if os.path.exists(args.output) and not os.path.isdir(args.output):
+        parser.error(f"--output {args.output} is a file, not a folder")
     return args
 
 
@@ -222,9 +229,13 @@ def main(argv=None):
         level=logging.INFO, format="%(asctime)s | %(name)s | %(message)s", stream=sys.stderr, force=True
     )
     specials = [args.sentence_separator, args.qg_separator, args.unk_token]
-    tokenize = sources.make_tokenizer(args.spm_model, args.wordpiece_vocab, args.lowercase, specials)
+    try:  # a missing, empty or unreadable vocabulary or model: one line before any reading
+        tokenize = sources.make_tokenizer(args.spm_model, args.wordpiece_vocab, args.lowercase, specials)
+        vocab = set(load_vocab(args.wordpiece_vocab)) if args.wordpiece_vocab else set()
+    except (OSError, ValueError, RuntimeError) as err:  # sentencepiece reports a bad model as RuntimeError
+        path, text = args.spm_model or args.wordpiece_vocab, str(err)
+        raise SystemExit(f"error: {text}" if path in text else f"error: {path}: {text}") from None
     if args.wordpiece_vocab:
-        vocab = set(load_vocab(args.wordpiece_vocab))
         qg_separator = args.qg_separator if args.format in ("squad_qg", "fields") else ""
         for token in {qg_separator, args.sentence_separator, args.unk_token} - vocab - {"", None}:
             logger.warning("%r is not in %s: the model will see an unknown word", token, args.wordpiece_vocab)

@@ -19,6 +19,7 @@ system's outputs for N pairs spread over the test set, with their references.
 
 import argparse
 import json
+import os
 import re
 import sys
 from typing import Dict, List, Tuple
@@ -96,6 +97,14 @@ def parse_args(argv=None) -> argparse.Namespace:
     args = parser.parse_args(argv)
     if not args.system and not args.generated and not args.lead:
         parser.error("give at least one --system or --generated")
+    names = [name for name, _ in args.system + args.generated] + (["lead"] if args.lead else [])
+    repeated = sorted({name for name in names if names.count(name) > 1})
+    if repeated:  # one row would silently replace the other
+        parser.error(f"system name {repeated[0]!r} given twice (--lead is named 'lead')")
+    if args.examples < 0:
+        parser.error(f"--examples {args.examples}: must be 0 or more")
+    if args.json and not os.path.isdir(os.path.dirname(os.path.abspath(args.json))):
+        parser.error(f"--json {args.json}: its folder does not exist")  # found before scoring, not after
     return args
 
 

@@ -17,6 +17,7 @@ dictionary); a ``--ref`` file is taken as written unless ``--detok-ref`` is give
 
 import argparse
 import json
+import os
 import sys
 from typing import Dict, List, Tuple
 
@@ -98,6 +99,8 @@ def parse_args(argv=None) -> argparse.Namespace:
         parser.error("give --generate-output or --hyp/--ref, not both")
     if args.generate_output is None and not all(has_files):
         parser.error("give both --hyp and --ref (or --generate-output)")
+    if args.json and not os.path.isdir(os.path.dirname(os.path.abspath(args.json))):
+        parser.error(f"--json {args.json}: its folder does not exist")  # found before scoring, not after
     return args
 
 

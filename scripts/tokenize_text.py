@@ -7,8 +7,11 @@
     python scripts/tokenize_text.py --bpe gpt2 --gpt2-encoder-json vocab.json --gpt2-vocab-bpe merges.txt ...
 
 Each ``--inputs`` file is written, tokens separated by spaces, to the ``--outputs`` file at the same
-place (``-`` reads stdin or writes stdout). Line ``i`` of an output is always line ``i`` of its input, and
-an empty (or blank) line stays empty, so source and target files stay aligned. Lines end at ``\\n`` only.
+place (``-`` reads stdin or writes stdout). Every input must exist and no output may be an input or
+appear twice (that would overwrite text before it is read); these and an encoder that cannot be built
+(a missing or unreadable vocabulary or model) are one error line before anything is written. Line ``i``
+of an output is always line ``i`` of its input, and an empty (or blank) line stays empty, so source and
+target files stay aligned. Lines end at ``\\n`` only.
 The encoder's options are fairseq's own (``--bpe`` picks any registered encoder, including the plugin's
 ``wordpiece``); every path must be a local file: nothing is downloaded.
 """
@@ -18,6 +21,7 @@ import contextlib
 import logging
 import multiprocessing
 import multiprocessing.pool
+import os
 import sys
 import time
 from typing import Optional
@@ -79,7 +83,28 @@ def parse_args(argv=None) -> argparse.Namespace:
         parser.error(f"{len(args.inputs)} --inputs but {len(args.outputs)} --outputs")
     if args.workers < 1:
         parser.error("--workers must be at least 1")
+    problem = file_problem(args.inputs, args.outputs)
+    if problem:
+        parser.error(problem)
     return args
+
+
+def file_problem(inputs, outputs) -> Optional[str]:
+    """What is wrong with the ``--inputs``/``--outputs`` pairing, before anything is opened for writing:
+    a missing input, an output written twice, or an output that is also an input (it would be emptied
+    before it is read). None when nothing is."""
+    missing = [path for path in inputs if path != "-" and not os.path.isfile(path)]
+    if missing:
+        return f"no such input file: {', '.join(missing)}"
+    written = [os.path.realpath(path) for path in outputs if path != "-"]
+    twice = sorted({path for path in written if written.count(path) > 1})
+    if twice:
+        return f"--outputs names {', '.join(twice)} more than once: one would overwrite the other"
+    read = {os.path.realpath(path) for path in inputs if path != "-"}
+    clobbered = [path for path in outputs if path != "-" and os.path.realpath(path) in read]
+    if clobbered:
+        return f"--outputs {', '.join(clobbered)} is also an input: it would be emptied before it is read"
+    return None
 
 
 def _open(path: str, mode: str, stack: contextlib.ExitStack):
@@ -127,7 +152,11 @@ def tokenize_file(source: str, destination: str, pool: Optional[multiprocessing.
 def main(argv=None) -> None:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s | %(name)s | %(message)s", stream=sys.stderr)
     args = parse_args(argv)
-    _init_worker(args)  # fails here, once, on a bad option or a missing file
+    try:
+        _init_worker(args)  # fails here, once, on a bad option or a missing or unreadable file
+    except (OSError, ValueError, RuntimeError) as error:  # sentencepiece reports a bad model as RuntimeError
+        message = str(error)
+        sys.exit(f"error: {message if message.startswith('--bpe') else f'--bpe {args.bpe}: {message}'}")
     with contextlib.ExitStack() as stack:
         pool = None
         if args.workers > 1:

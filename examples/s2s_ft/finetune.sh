@@ -96,6 +96,8 @@ case "$CKPT" in best | last) ;; *)
   if [ ! -f "$CKPT" ] && ! stage train; then echo "error: CKPT=$CKPT: no such checkpoint (best, last or a path)" >&2; exit 2; fi ;;
 esac
 if [ -n "$PRETRAINED" ] && [ ! -f "$PRETRAINED" ]; then echo "error: PRETRAINED=$PRETRAINED: no such file" >&2; exit 2; fi
+if [ -n "$PRETRAINED" ] && [ ! -f "$(dirname "$PRETRAINED")/dict.txt" ]; then
+  echo "error: PRETRAINED=$PRETRAINED: no dict.txt beside it (the convert stage copies it)" >&2; exit 2; fi
 need_plain_path DATA
 need_plain_path WORK
 require_pair_files "$DATA" "DATA_DIR needs {train,valid,test}.{src,tgt}"

@@ -22,6 +22,9 @@ def write_pairs(folder, lines=3, **overrides):
             name = f"{split}.{side}"
             data = overrides.get(name, "".join(f"{side} {split} line {i}\n" for i in range(lines)).encode())
             (folder / name).write_bytes(data)
+    for name, data in overrides.items():  # baselines' hypotheses: test.NAME.hyp
+        if name.endswith(".hyp"):
+            (folder / name).write_bytes(data)
     return folder
 
 
@@ -32,6 +35,8 @@ def write_pairs(folder, lines=3, **overrides):
         ({"valid.src": b"ok\n\xffbad\nok\n"}, "valid.src:2: not UTF-8 (byte 0xff at column 1)"),
         ({"test.tgt": b"a\n   \nc\n"}, "test.tgt:2: blank line (1 in all"),
         ({"train.src": b"", "train.tgt": b""}, "train: "),
+        ({"test.lead.hyp": b"one\ntwo\n"}, "test.lead.hyp has 2 lines but the test set has 3 pairs"),
+        ({"test.oracle.hyp": b"one\n\xfe\nthree\n"}, "test.oracle.hyp:2: not UTF-8 (byte 0xfe at column 1)"),
     ],
 )
 def test_check_pairs_names_file_line_and_problem(tmp_path, overrides, message):
@@ -42,7 +47,7 @@ def test_check_pairs_names_file_line_and_problem(tmp_path, overrides, message):
 
 
 def test_check_pairs_accepts_good_files_and_names_missing_ones(tmp_path):
-    data = write_pairs(tmp_path / "data")
+    data = write_pairs(tmp_path / "data", **{"test.lead.hyp": b"a\n\nc\n"})  # an empty hypothesis is fine
     assert check_pairs.check_pairs(str(data)) == [] and check_pairs.main([str(data)]) == 0
     os.remove(data / "valid.tgt")
     assert check_pairs.check_pairs(str(data)) == [f"{data / 'valid.tgt'}: no such file"]
@@ -91,4 +96,13 @@ def test_finetune_refuses_bad_inputs_before_any_stage(tmp_path, overrides, work_
     data, work = write_pairs(tmp_path / "data", **overrides), tmp_path / work_name
     result = finetune(data, work)
     assert result.returncode != 0 and message in result.stderr, result.stderr
+    assert not work.exists()
+
+
+def test_finetune_refuses_a_pretrained_checkpoint_without_its_dictionary(tmp_path):
+    data, work = write_pairs(tmp_path / "data"), tmp_path / "work"
+    (tmp_path / "ckpt").mkdir()
+    (tmp_path / "ckpt" / "model.pt").write_bytes(b"")
+    result = finetune(data, work, PRETRAINED=str(tmp_path / "ckpt" / "model.pt"))
+    assert result.returncode == 2 and "model.pt: no dict.txt beside it" in result.stderr, result.stderr
     assert not work.exists()

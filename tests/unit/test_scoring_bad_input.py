@@ -61,3 +61,23 @@ def test_score_bad_input(files, argv, message):
 def test_rouge_table_bad_input(files, capsys, argv, message):
     assert rouge_table.main(argv) == 1
     assert message in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    "script, argv, message",
+    [
+        (score, ["--hyp", "one", "--ref", "one", "--json", "no/such/folder/s.json"], "--json no/such/folder"),
+        (rouge_table, ["--ref", "one", "--system", "x=one", "--json", "no/such/s.json"], "does not exist"),
+        (rouge_table, ["--ref", "two", "--system", "x=two", "--system", "x=two"], "name 'x' given twice"),
+        (rouge_table, ["--ref", "two", "--lead", "two", "--system", "lead=two"], "name 'lead' given twice"),
+        (rouge_table, ["--ref", "two", "--generated", "x=cut.out", "--examples", "-1"], "--examples -1"),
+    ],
+)
+def test_options_are_refused_before_any_scoring(files, capsys, monkeypatch, script, argv, message):
+    """A bad --json folder was a traceback after all the scoring; a repeated name dropped a row."""
+    scored = []
+    monkeypatch.setattr(script, "rouge_scores", lambda *a, **k: scored.append(a) or {}, raising=True)
+    with pytest.raises(SystemExit) as exit_info:
+        script.main(argv)
+    assert exit_info.value.code == 2 and message in capsys.readouterr().err
+    assert not scored

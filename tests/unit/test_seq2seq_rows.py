@@ -2,6 +2,7 @@
 in the layouts of cnn_dailymail, xsum, gigaword and squad, written here at run time; bad rows skipped,
 counted and logged; through the functions and scripts/prepare_seq2seq_data.py."""
 
+import importlib.util
 import json
 import os
 import sys
@@ -256,3 +257,43 @@ def test_a_non_utf8_json_array_is_a_clear_error(tmp_path):
     path.write_bytes(b'[{"article": "caf\xe9", "highlights": "x"}]')
     with pytest.raises(ValueError, match="not UTF-8 text"):
         read_all("cnndm", [str(path)], target_lines=True)
+
+
+def load_script():
+    spec = importlib.util.spec_from_file_location("prepare_seq2seq_data", SCRIPT)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.mark.parametrize(
+    "extra, files, message",
+    [
+        (["--max-source-tokens", "-3"], {}, "--max-source-tokens -3: must be 0 (no limit) or more"),
+        (["--max-target-tokens", "-1"], {}, "--max-target-tokens -1: must be 0 (no limit) or more"),
+        (["--output", "a_file"], {"a_file": b"x\n"}, "--output a_file is a file, not a folder"),
+        (
+            ["--wordpiece-vocab", "vocab.txt"],
+            {"vocab.txt": b""},
+            "error: vocab.txt: empty vocabulary",
+        ),
+        (["--wordpiece-vocab", "vocab.txt"], {"vocab.txt": b"[UNK]\n\xff\n"}, "vocab.txt:2: not UTF-8"),
+        (["--wordpiece-vocab", "missing.txt"], {}, "missing.txt"),
+        (["--spm-model", "spm.model"], {"spm.model": b"not a model"}, "ModelProto from spm.model"),
+    ],
+)
+def test_cli_refuses_bad_options_and_models_before_reading(
+    tmp_path, monkeypatch, capsys, extra, files, message
+):
+    monkeypatch.chdir(tmp_path)
+    write_jsonl(tmp_path / "raw" / "train.jsonl", XSUM)
+    for name, data in files.items():
+        (tmp_path / name).write_bytes(data)
+    module = load_script()
+    monkeypatch.setattr(module.logging, "basicConfig", lambda **kwargs: None)  # pytest keeps the log
+    monkeypatch.setattr(module, "read_split", lambda *a: pytest.fail("read before the options were checked"))
+    argv = ["--format", "xsum", "--input", "raw", "--output", "out", "--splits", "train", *extra]
+    with pytest.raises(SystemExit) as stop:
+        module.main(argv)
+    assert message in str(stop.value.code) + capsys.readouterr().err
+    assert not (tmp_path / "out").exists()

@@ -138,3 +138,51 @@ def test_invalid_utf8_names_the_file_and_the_line(tmp_path, workers):
     assert proc.returncode == 1
     assert f"error: {source}:601: not UTF-8 (byte 0xff at column 5)" in proc.stderr
     assert "Traceback" not in proc.stderr
+
+
+@pytest.mark.parametrize(
+    "inputs, outputs, message",
+    [
+        (["missing.txt"], ["out.txt"], "no such input file: missing.txt"),
+        (["a.txt"], ["a.txt"], "--outputs a.txt is also an input: it would be emptied before it is read"),
+        (["a.txt", "b.txt"], ["out.txt", "./out.txt"], "more than once: one would overwrite the other"),
+    ],
+)
+def test_inputs_and_outputs_are_checked_before_anything_is_written(tmp_path, monkeypatch, capsys, inputs,
+                                                                    outputs, message):  # fmt: skip
+    monkeypatch.chdir(tmp_path)
+    for name in ("a.txt", "b.txt"):
+        (tmp_path / name).write_text("kept text\n", encoding="utf-8")
+    argv = ["--bpe", "wordpiece", "--wordpiece-vocab", "v.txt", "--inputs", *inputs, "--outputs", *outputs]
+    with pytest.raises(SystemExit):
+        load_script().parse_args(argv)
+    assert message in capsys.readouterr().err
+    assert (tmp_path / "a.txt").read_text(encoding="utf-8") == "kept text\n"
+    assert not (tmp_path / "out.txt").exists()
+
+
+@pytest.mark.parametrize(
+    "bpe, files, message",
+    [
+        ("wordpiece", {"vocab": b"[UNK]\n\xffa\n"}, "vocab:2: not UTF-8 (byte 0xff at column 1)"),
+        ("wordpiece", {"vocab": b""}, "vocab: empty vocabulary"),
+        ("wordpiece", {}, "--bpe wordpiece needs --wordpiece-vocab, a local BERT vocab.txt"),
+        ("sentencepiece", {"vocab": b"not a model\n"}, "--bpe sentencepiece: "),
+        ("gpt2", {}, "--bpe gpt2: file "),
+    ],
+)
+def test_an_encoder_that_cannot_be_built_is_one_error_line(tmp_path, capsys, bpe, files, message):
+    for name, data in files.items():
+        (tmp_path / name).write_bytes(data)
+    (tmp_path / "in.txt").write_text("some text\n", encoding="utf-8")
+    model = str(tmp_path / "vocab")
+    options = {
+        "wordpiece": ["--wordpiece-vocab", model],
+        "sentencepiece": ["--sentencepiece-model", model],
+        "gpt2": ["--gpt2-encoder-json", str(tmp_path / "a.json"), "--gpt2-vocab-bpe", str(tmp_path / "b")],
+    }[bpe]
+    argv = ["--bpe", bpe, *options, "--inputs", str(tmp_path / "in.txt"), "--outputs", str(tmp_path / "out")]
+    with pytest.raises(SystemExit) as stop:
+        load_script().main(argv)
+    assert str(stop.value.code).startswith("error: ") and message in str(stop.value.code), stop.value.code
+    assert "\n" not in str(stop.value.code) and not (tmp_path / "out").exists()

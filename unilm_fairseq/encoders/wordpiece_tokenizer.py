@@ -19,6 +19,7 @@ other vocabulary uncased, as BERT's uncased vocabularies hold only lowercased te
 """
 
 import functools
+import io
 import logging
 import re
 import string
@@ -258,9 +259,24 @@ def wordpiece_split(word: str, vocab, max_chars: int = MAX_WORD_CHARS, unk: str 
 
 
 def load_vocab(path: str) -> Dict[str, int]:
-    """BERT ``vocab.txt``: one token per line, its id the line number."""
-    with open(path, encoding="utf-8") as f:
-        return {line.rstrip("\r\n"): i for i, line in enumerate(f)}
+    """BERT ``vocab.txt``: one token per line, its id the line number.
+
+    Invalid UTF-8 is a ``ValueError`` naming the file and the line; so is a file without any token.
+    """
+    with open(path, "rb") as f:
+        data = f.read()
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as error:
+        line = data.count(b"\n", 0, error.start) + 1
+        column = error.start - (data.rfind(b"\n", 0, error.start) + 1) + 1
+        raise ValueError(
+            f"{path}:{line}: not UTF-8 (byte {data[error.start]:#04x} at column {column})"
+        ) from None
+    vocab = {line.rstrip("\r\n"): i for i, line in enumerate(io.StringIO(text, newline=None))}
+    if not vocab:
+        raise ValueError(f"{path}: empty vocabulary (a BERT vocab.txt has one token per line)")
+    return vocab
 
 
 def is_special(entry: str) -> bool:

@@ -33,7 +33,24 @@ class PALMHubInterface(UniLMHubInterface):
     does; sources and targets beyond the model's positions are an error, not truncated.
     """
 
+    def _check_lengths(self, name: str, inputs: List[Tensor], side: int) -> None:
+        """A ``ValueError`` naming the inputs longer than the model's positions on ``side`` (0: source,
+        1: target), rather than fairseq's batching error about a command-line flag."""
+        limit = self.max_positions[side] if isinstance(self.max_positions, tuple) else self.max_positions
+        too_long = [i for i, tokens in enumerate(inputs) if limit is not None and len(tokens) > limit]
+        if too_long:
+            raise ValueError(
+                f"{name} {too_long[:5]} are longer than the model's {limit} positions (</s> included): PALM "
+                "does not truncate them"
+            )
+
+    def _generate_tokens(self, tokens: List[Tensor], *args, **kwargs):
+        self._check_lengths("sources", tokens, 0)
+        return super()._generate_tokens(tokens, *args, **kwargs)
+
     def _scoring_dataset(self, model: nn.Module, sources: List[Tensor], targets: List[Tensor]):
+        self._check_lengths("sources", sources, 0)
+        self._check_lengths("targets", targets, 1)
         return LanguagePairDataset(
             sources, np.array([len(s) for s in sources]), self.src_dict,
             targets, np.array([len(t) for t in targets]), self.tgt_dict,

@@ -215,9 +215,14 @@ class UniLMHubInterface(GeneratorHubInterface):
         """``dataset``'s batches on the model's device, in the task's order (each item keeps its ``id``);
         ``batch_size``/``max_tokens`` default to the checkpoint's dataset settings."""
         given = bool(max_tokens or batch_size)
+        max_tokens = max_tokens if given else self.cfg.dataset.max_tokens
+        if max_tokens and len(dataset):
+            longest = max(dataset.num_tokens(i) for i in range(len(dataset)))
+            if max_tokens < longest:  # fairseq's batching would assert
+                raise ValueError(f"max_tokens={max_tokens} is below the longest input's {longest} tokens")
         batches = self.task.get_batch_iterator(
             dataset=dataset,
-            max_tokens=max_tokens if given else self.cfg.dataset.max_tokens,
+            max_tokens=max_tokens,
             max_sentences=batch_size if given else self.cfg.dataset.batch_size,
             max_positions=self.max_positions,
             disable_iterator_cache=True,

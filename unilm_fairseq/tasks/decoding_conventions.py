@@ -52,6 +52,9 @@ def check_generation_options(args) -> None:
         raise ValueError(
             f"--nbest {nbest} needs 1 <= nbest <= --beam ({beam}): the search keeps only beam hypotheses"
         )
+    temperature = float(getattr(args, "temperature", 1.0))
+    if temperature <= 0:
+        raise ValueError(f"--temperature {temperature}: must be above 0 (it divides the scores)")
     min_len, max_len_a = int(getattr(args, "min_len", 1)), float(getattr(args, "max_len_a", 0) or 0)
     max_len_b = int(getattr(args, "max_len_b", 200))
     if max_len_a == 0 and min_len > max_len_b:
@@ -105,6 +108,18 @@ class DecodingConventionsTask:
         if isinstance(no_repeat_ngram_exempt, str):  # the command line's form
             no_repeat_ngram_exempt = no_repeat_ngram_exempt.split()
         return with_prefix_ngram_blocker(generator, self.symbol_indices(no_repeat_ngram_exempt))
+
+    def inference_step(self, generator, models, sample, prefix_tokens=None, constraints=None):
+        """fairseq's step, after checking that this batch's length limit leaves room for ``--min-len``
+        (with ``--max-len-a`` the limit depends on the batch's source length; the search would assert)."""
+        if all(hasattr(generator, name) for name in ("min_len", "max_len_a", "max_len_b", "max_len")):
+            if not getattr(generator, "match_source_len", False):  # a copy-length search has no limit
+                src_len = sample["net_input"]["src_tokens"].size(1)
+                wanted = int(generator.max_len_a * src_len + generator.max_len_b)
+                check_min_len_fits(generator.min_len, min(wanted, generator.max_len - 1), src_len)
+        return super().inference_step(
+            generator, models, sample, prefix_tokens=prefix_tokens, constraints=constraints
+        )
 
     def symbol_indices(self, symbols: Sequence[str]) -> List[int]:
         """Target dictionary ids of ``symbols``; a symbol the dictionary lacks is an error, not ``<unk>``."""
