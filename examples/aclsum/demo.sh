@@ -47,10 +47,11 @@ fi
 if [ "$START" = continued ]; then
   # the converted MiniLM brings the config, dictionary and architecture flags; the packed weights replace its own
   echo "== the MiniLM with continued PMLM pre-training (data/minilm-continued-ae.pt.xz)"
-  mkdir -p "$WORK/start"
+  # its whole output goes with finetune.sh's logs (WORK/run/logs/, named at the end of the run)
+  mkdir -p "$WORK/start" "$WORK/run/logs"
   printf '+ %s\n' "python scripts/convert_hf_checkpoint.py $MODEL_DIR $WORK/start --overwrite" >&2
-  python "$REPO/scripts/convert_hf_checkpoint.py" "$MODEL_DIR" "$WORK/start" --overwrite > "$WORK/start/convert.log" 2>&1 \
-    || { tail -n 20 "$WORK/start/convert.log" >&2; exit 1; }
+  python "$REPO/scripts/convert_hf_checkpoint.py" "$MODEL_DIR" "$WORK/start" --overwrite > "$WORK/run/logs/convert.log" 2>&1 \
+    || { tail -n 20 "$WORK/run/logs/convert.log" >&2; exit 1; }
   printf '+ %s\n' "python scripts/pack_weights.py unpack data/minilm-continued-ae.pt.xz $WORK/start/model.pt $WORK/start/model.pt" >&2
   python "$REPO/scripts/pack_weights.py" unpack "$REPO/data/minilm-continued-ae.pt.xz" "$WORK/start/model.pt" \
     "$WORK/start/model.pt" 2>&1 | sed -E 's/^[0-9-]+ [0-9:,]+ \| [A-Z]+ \| [a-z_]+ \| /   /'

@@ -1,9 +1,10 @@
 """The main job's console, on the smoke budget CI also runs: readable, and nothing fairseq said is lost.
 
-``examples/aclsum/demo.sh`` (what ``bash scripts/demo.sh`` runs after its set-up) with 2 updates and 4
-test pairs. On the console: each step's header, fairseq's training and validation lines, the ROUGE table
-and the examples, and where the full logs are; no warning and no printed module tree. In the log files:
-everything the commands said, the model's module tree included.
+``examples/aclsum/demo.sh`` (what ``bash scripts/demo.sh`` runs after its set-up) with the settings
+``.ci/run`` gives it (``UPDATES=2 TEST_PAIRS=10``, read from that file). On the console: each step's
+header, fairseq's training and validation lines, the ROUGE table and the examples, and where the full logs
+are; no warning and no printed module tree. In the log files (WORK/run/logs): everything the commands
+said, the model's module tree included.
 """
 
 import os
@@ -18,14 +19,24 @@ pytestmark = pytest.mark.slow
 
 HEADERS = ("== ACLSum", "== the MiniLM with continued PMLM pre-training", "== convert", "== tokenize",
            "== binarize", "== fine-tune", "== generate", "== ROUGE")  # fmt: skip
-# finetune.sh's logs; the main job's start (the converted MiniLM with the shipped weights) logs in start/
-LOGS = ("tokenize", "binarize", "train", "generate")
+# the logs in WORK/run/logs: the start's conversion (demo.sh) and finetune.sh's stages
+LOGS = ("convert", "tokenize", "binarize", "train", "generate")
+
+
+def ci_smoke_settings():
+    """The settings ``.ci/run`` runs the main job with (``NAME=value ... bash scripts/demo.sh``)."""
+    text = open(os.path.join(REPO, ".ci", "run"), encoding="utf-8").read()
+    line = next(line for line in text.splitlines() if re.search(r"\bbash scripts/demo\.sh\b", line))
+    return dict(re.findall(r"\b(UPDATES|TEST_PAIRS)=(\S+)", line))
+
+
+SMOKE = ci_smoke_settings()
 
 
 @pytest.fixture(scope="module")
 def smoke(tmp_path_factory):
     work = tmp_path_factory.mktemp("main-job")
-    env = {"UPDATES": "2", "TEST_PAIRS": "4", "GEN_BATCH": "4", "PYTHONWARNINGS": "", "OMP_NUM_THREADS": "2"}
+    env = dict(SMOKE, PYTHONWARNINGS="", OMP_NUM_THREADS="2")
     proc = run_cli(
         [shutil.which("bash"), os.path.join(REPO, "examples", "aclsum", "demo.sh"), str(work)], env=env
     )
@@ -43,7 +54,8 @@ def test_console_shows_the_steps_the_training_the_table_and_the_logs(smoke):
         )
     assert re.search(r"\| train_inner \||\| train \| epoch", console), "no training line"
     assert re.search(r"\| valid \| .*valid on 'valid' subset", console), "no validation line"
-    assert re.search(r"^system +ROUGE-1 +ROUGE-2 +ROUGE-L +\(4 pairs", console, re.M), "no ROUGE table"
+    pairs = SMOKE["TEST_PAIRS"]
+    assert re.search(rf"^system +ROUGE-1 +ROUGE-2 +ROUGE-L +\({pairs} pairs", console, re.M), "no ROUGE table"
     assert re.search(r"^\[0\] reference: ", console, re.M), "no example"
     named = re.search(r"^== full logs: (\S+)/ \((.*)\)$", console, re.M)
     assert named, "the log files are not named"
@@ -64,5 +76,6 @@ def test_the_log_files_keep_everything(smoke):
     assert "UniLMv2Model(" in logs["train"]  # the module tree fairseq-train prints
     assert re.search(r"\| train_inner \|.*num_updates=|\| train \| epoch", logs["train"])
     assert "Dictionary: 30522 types" in logs["binarize"]
-    assert "Translated 4 sentences" in logs["generate"]
+    assert f"Translated {SMOKE['TEST_PAIRS']} sentences" in logs["generate"]
+    assert "converted " in logs["convert"]
     assert re.search(r"^S-\d+\t", (work / "run" / "generate-test.out").read_text(), re.M)

@@ -20,8 +20,10 @@ from packaging.requirements import Requirement
 
 from tests.helpers.cli import REPO
 
-# the shell scripts of the main job: the scripts/*.py they run are on its path
-MAIN_JOB_SHELL = ("scripts/demo.sh", "examples/aclsum/demo.sh", "examples/s2s_ft/finetune.sh")
+# where the main job starts: the README's first command; the shell scripts it runs or sources are followed
+MAIN_JOB_ENTRY = "scripts/demo.sh"
+# a repository file that a shell script names: "$REPO/examples/s2s_ft/finetune.sh", scripts/score.py, ...
+REPO_FILE = re.compile(r"(?<![\w.-])((?:scripts|examples)/[\w/.-]+?\.(?:sh|py))\b")
 # module -> (extra of setup.py that provides it, why the main job never needs it)
 OPTIONAL = {
     "nltk": ("meteor", "METEOR only (scoring/metrics.py imports it inside the function)"),
@@ -48,15 +50,48 @@ def setup_keywords():
     return keywords["install_requires"], keywords.get("extras_require", {})
 
 
+def shell_code(shell):
+    """The text of a shell script without its comments (a file a comment names is not run)."""
+    text = open(os.path.join(REPO, shell), encoding="utf-8").read()
+    return re.sub(r"(^|\s)#.*$", r"\1", text, flags=re.M)
+
+
+def main_job_shell_scripts():
+    """The shell scripts of the main job: its entry and every shell script these run or source, in turn."""
+    found, queue = [], [MAIN_JOB_ENTRY]
+    while queue:
+        shell = queue.pop(0)
+        if shell in found:
+            continue
+        found.append(shell)
+        text = shell_code(shell)
+        queue += [
+            name
+            for name in REPO_FILE.findall(text)
+            if name.endswith(".sh") and os.path.isfile(os.path.join(REPO, name))
+        ]
+    return found
+
+
 def main_job_files():
-    """The plugin's modules and the scripts/*.py files the main job's shell scripts run."""
+    """The plugin's modules and the python files (scripts/, examples/) the main job's shell scripts run,
+    with the repository modules those import by their bare name (a script importing its neighbour)."""
     files = []
     for root, _, names in os.walk(os.path.join(REPO, "unilm_fairseq")):
         files += [os.path.join(root, name) for name in names if name.endswith(".py")]
-    for shell in MAIN_JOB_SHELL:
-        text = open(os.path.join(REPO, shell), encoding="utf-8").read()
-        for script in sorted(set(re.findall(r"scripts/(\w+\.py)", text))):
-            files.append(os.path.join(REPO, "scripts", script))
+    queue = []
+    for shell in main_job_shell_scripts():
+        text = shell_code(shell)
+        queue += sorted({name for name in REPO_FILE.findall(text) if name.endswith(".py")})
+    while queue:
+        path = os.path.join(REPO, queue.pop(0))
+        if path in files or not os.path.isfile(path):
+            continue
+        files.append(path)
+        folder = os.path.relpath(os.path.dirname(path), REPO)
+        for module in imported_modules(path):
+            if os.path.isfile(os.path.join(REPO, folder, f"{module}.py")):
+                queue.append(os.path.join(folder, f"{module}.py"))
     return files
 
 
@@ -99,25 +134,36 @@ def declared_closure(requirements):
     return seen
 
 
-def third_party(modules, local):
-    own = {"unilm_fairseq", "tests"} | local
-    return {m for m in modules if m not in sys.stdlib_module_names and m not in own}
+def third_party(path, modules):
+    """``modules`` less the standard library, this repository's packages and the neighbours of ``path``."""
+    own = {"unilm_fairseq", "tests"}
+    folder = os.path.dirname(path)
+    return {
+        m
+        for m in modules
+        if m not in sys.stdlib_module_names
+        and m not in own
+        and not os.path.isfile(os.path.join(folder, f"{m}.py"))
+    }
+
+
+def undeclared_imports(install_requires):
+    """module -> the main job's files importing it, for each third-party module that ``install_requires``
+    does not bring in (the modules of ``OPTIONAL`` excepted)."""
+    allowed = declared_closure(install_requires)
+    providers = metadata.packages_distributions()
+    missing = {}
+    for path in main_job_files():
+        for module in sorted(third_party(path, imported_modules(path)) - set(OPTIONAL)):
+            distributions = {normalized(d) for d in providers.get(module, [])}
+            if not distributions & allowed:
+                missing.setdefault(module, []).append(os.path.relpath(path, REPO))
+    return missing
 
 
 def test_every_main_job_import_is_installed_by_install_requires():
-    install_requires, extras = setup_keywords()
-    allowed = declared_closure(install_requires)
-    providers = metadata.packages_distributions()
-    local_scripts = {name[:-3] for name in os.listdir(os.path.join(REPO, "scripts")) if name.endswith(".py")}
-    missing = {}
-    for path in main_job_files():
-        for module in third_party(imported_modules(path), local_scripts):
-            if module in OPTIONAL:
-                continue
-            distributions = {normalized(d) for d in providers.get(module, [])}
-            if not distributions & allowed:
-                where = os.path.relpath(path, REPO)
-                missing.setdefault(module, []).append(where)
+    install_requires, _ = setup_keywords()
+    missing = undeclared_imports(install_requires)
     assert not missing, (
         "imported on the main job's path but not installed by install_requires (add the distribution to "
         f"setup.py, or guard the import and list it in OPTIONAL): {missing}"
@@ -125,8 +171,13 @@ def test_every_main_job_import_is_installed_by_install_requires():
 
 
 def test_the_main_job_files_are_found():
+    shells = main_job_shell_scripts()
+    for shell in ("scripts/setup_env.sh", "examples/aclsum/demo.sh", "examples/aclsum/common.sh",
+                  "examples/s2s_ft/finetune.sh", "examples/common/pairs.sh"):  # fmt: skip
+        assert shell in shells, f"{shell} is not followed from {MAIN_JOB_ENTRY}"
     files = {os.path.relpath(path, REPO) for path in main_job_files()}
-    for script in ("prepare_aclsum.py", "convert_hf_checkpoint.py", "tokenize_text.py", "rouge_table.py"):
+    for script in ("prepare_aclsum.py", "convert_hf_checkpoint.py", "pack_weights.py", "check_pairs.py",
+                   "tokenize_text.py", "rouge_table.py"):  # fmt: skip
         assert f"scripts/{script}" in files
     assert "unilm_fairseq/hf_import/weights.py" in files
 
@@ -142,10 +193,11 @@ def test_each_optional_import_names_an_extra_that_provides_it(module):
 
 
 def test_the_check_fails_without_a_declared_dependency():
-    """The rule itself: with safetensors taken out of install_requires, the converter's import is reported."""
+    """The rule itself: with safetensors taken out of install_requires, the check reports the importer's
+    import of it (the main job's MiniLM ships only model.safetensors)."""
     install_requires, _ = setup_keywords()
     without = [r for r in install_requires if normalized(Requirement(r).name) != "safetensors"]
     assert without != install_requires, "safetensors is not in install_requires"
-    allowed = declared_closure(without)
-    providers = metadata.packages_distributions()
-    assert not {normalized(d) for d in providers["safetensors"]} & allowed
+    missing = undeclared_imports(without)
+    assert set(missing) == {"safetensors"}, missing
+    assert "unilm_fairseq/hf_import/weights.py" in missing["safetensors"]
