@@ -567,7 +567,8 @@ def train_commands(stubs, tmp_path, recipe: str, gpus: int) -> List[List[str]]:
             (tmp_path / "bin" / name).write_text("a b c\n")
         (tmp_path / "minilm").mkdir()
         (tmp_path / "minilm" / "model_args.txt").write_text(MINILM_ARGS + "\n")
-        (tmp_path / "minilm" / "model.pt").write_bytes(b"")  # finetune.sh checks that it exists
+        (tmp_path / "minilm" / "model.pt").write_bytes(b"")  # finetune.sh checks that it exists,
+        (tmp_path / "minilm" / "dict.txt").write_text("[PAD]\n")  # with its dictionary beside it
         environ.update(PRETRAINED=str(tmp_path / "minilm" / "model.pt"), CPU="1")
     proc = subprocess.run(
         ["bash", os.path.join(REPO, recipe), str(tmp_path / "bin"), str(work)],

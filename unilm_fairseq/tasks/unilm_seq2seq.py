@@ -280,9 +280,9 @@ class UniLMSeq2SeqTask(DecodingConventionsTask, SharedDictionaryTask):
                 "position table", generator.max_len - 1, wanted, src_len, room,
             )  # fmt: skip
         steps = min(wanted, generator.max_len - 1)  # the generator's last step
-        check_min_len_fits(generator.min_len, steps, src_len)
         for model in models:
             check_decoding_positions(last_decoding_position(model.decoder.method, src_len, steps), table)
+        check_min_len_fits(generator.min_len, steps, src_len)  # after: a too-long source says so first
         return generator.generate(models, sample, prefix_tokens=prefix_tokens, constraints=constraints)
 
     def max_positions(self):
