@@ -5,6 +5,7 @@
 # references. Output goes to ${WORK:-work/aclsum}; settings: examples/aclsum/demo.sh and
 # examples/s2s_ft/finetune.sh (e.g. UPDATES=..., MINUTES=...).
 set -euo pipefail
+case "${1:-}" in -h | --help) sed -n '2,6p' "$0"; exit 0 ;; esac  # usage, before any work
 cd "$(dirname "$0")/.."
 bash scripts/setup_env.sh --demo
 # shellcheck disable=SC1091

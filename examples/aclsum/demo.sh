@@ -14,6 +14,7 @@
 # starting weights: continued (default: the MiniLM after 822 updates of PMLM pre-training, AE objective, on
 # the corpus of scripts/build_pretraining_corpus.py; docs/results.md) or minilm (the MiniLM as released).
 set -euo pipefail
+case "${1:-}" in -h | --help) sed -n '2,15p' "$0"; exit 0 ;; esac  # usage, before any work
 REPO=$(cd "$(dirname "$0")/../.." && pwd)
 WORK=${1:-work/aclsum}
 shift $(( $# > 0 ? 1 : 0 ))

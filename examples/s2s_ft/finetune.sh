@@ -41,6 +41,7 @@
 # gradient clipping 1.0, dropout 0.1 (the model's own). The masked method's target mask probability is the
 # task's --target-mask-prob (0.5, inside Table 7's 40-70% range).
 set -euo pipefail
+case "${1:-}" in -h | --help) sed -n '2,42p' "$0"; exit 0 ;; esac  # usage, before any work
 if [ $# -lt 2 ]; then
   sed -n '2,11p' "$0" >&2
   exit 2

@@ -106,3 +106,14 @@ def test_finetune_refuses_a_pretrained_checkpoint_without_its_dictionary(tmp_pat
     result = finetune(data, work, PRETRAINED=str(tmp_path / "ckpt" / "model.pt"))
     assert result.returncode == 2 and "model.pt: no dict.txt beside it" in result.stderr, result.stderr
     assert not work.exists()
+
+
+@pytest.mark.parametrize(
+    "script", ["examples/s2s_ft/finetune.sh", "examples/aclsum/demo.sh", "scripts/demo.sh"]
+)
+def test_help_prints_the_usage_before_any_work(tmp_path, script):
+    result = subprocess.run(
+        ["bash", os.path.join(REPO, script), "-h"], capture_output=True, text=True, cwd=tmp_path, timeout=60
+    )
+    assert result.returncode == 0 and result.stdout.startswith("# ") and "UPDATES" in result.stdout
+    assert list(tmp_path.iterdir()) == []  # no venv, no work folder
