@@ -10,14 +10,21 @@ pair (a blank line is an empty hypothesis, allowed). Every problem
 found is printed as one line naming the file, the line and what is wrong; the exit status is 1 if there
 was any, 0 otherwise. ``examples/s2s_ft/finetune.sh`` runs this first, so a bad file stops it before the
 conversion, tokenizing and binarizing stages rather than in the middle of them.
+
+Text that looks WordPiece-tokenized already (``wood ##house``: more than 1% of a file's lines hold a
+``##`` continuation piece) gets a warning, not an error: finetune.sh tokenizes raw text, and tokenizing
+pieces again splits them (``wood # # house``).
 """
 
 import argparse
 import os
+import re
 import sys
 from typing import List, Tuple
 
 SIDES = ("src", "tgt")
+CONTINUATION_PIECE = re.compile(r"(^|\s)##\w")
+PRETOKENIZED_SHARE = 0.01
 
 
 def scan(path: str) -> Tuple[int, List[str]]:
@@ -65,6 +72,26 @@ def check_pairs(data: str, splits=("train", "valid", "test")) -> List[str]:
     return problems
 
 
+def pretokenized_warnings(data: str, splits=("train", "valid", "test")) -> List[str]:
+    """A line for each pair file that looks WordPiece-tokenized already (see the module's docstring)."""
+    warnings = []
+    for split in splits:
+        for side in SIDES:
+            path = os.path.join(data, f"{split}.{side}")
+            if not os.path.isfile(path):
+                continue
+            with open(path, encoding="utf-8", errors="replace") as f:
+                lines = f.read().splitlines()
+            pieces = sum(1 for line in lines if CONTINUATION_PIECE.search(line))
+            if lines and pieces > PRETOKENIZED_SHARE * len(lines):
+                warnings.append(
+                    f"{path}: {pieces} of {len(lines)} lines hold '##' pieces: the text looks WordPiece-"
+                    "tokenized already; give raw text (tokenizing again turns 'wood ##house' into "
+                    "'wood # # house')"
+                )
+    return warnings
+
+
 def baseline_problems(data: str, pairs: int) -> List[str]:
     """Problems of ``data``'s ``test.NAME.hyp`` files: invalid UTF-8, or not one line per test pair."""
     problems = []
@@ -88,6 +115,9 @@ def main(argv=None) -> int:
     parser.add_argument("--splits", nargs="+", default=["train", "valid", "test"], help="splits to check")
     args = parser.parse_args(argv)
     problems = check_pairs(args.data, args.splits)
+    if not problems:
+        for warning in pretokenized_warnings(args.data, args.splits):
+            print(f"warning: {warning}", file=sys.stderr)
     for problem in problems:
         print(f"error: {problem}", file=sys.stderr)
     return 1 if problems else 0

@@ -13,6 +13,7 @@
 #   bash scripts/gpu_check.sh                      # a CUDA torch already importable by python3 is reused
 #   TORCH_SPEC="torch==2.11.0 --index-url https://download.pytorch.org/whl/cu130" bash scripts/gpu_check.sh
 #   SKIP_SETUP=1 bash scripts/gpu_check.sh         # use the active environment as it is
+case "${1:-}" in -h | --help) awk 'NR > 1 && !/^#/ {exit} NR > 1 {sub(/^# ?/, ""); print}' "$0"; exit 0 ;; esac  # usage, before any work
 set -uo pipefail
 cd "$(dirname "$0")/.."
 REPO=$PWD

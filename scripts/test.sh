@@ -1,5 +1,11 @@
 #!/usr/bin/env bash
 # Set up (with test tools), lint, and run the whole test suite. Extra arguments go to pytest.
+#
+#   bash scripts/test.sh [pytest arguments]     e.g. bash scripts/test.sh tests/unit -x
+#
+# Set-up: scripts/setup_env.sh --test (./.venv with torch, fairseq-fixed and the test extras) and
+# scripts/setup_wordnet.sh; then ruff check, ruff format --check and pytest -q.
+case "${1:-}" in -h | --help) awk 'NR > 1 && !/^#/ {exit} NR > 1 {sub(/^# ?/, ""); print}' "$0"; exit 0 ;; esac  # usage, before any work
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup_env.sh --test

@@ -38,6 +38,10 @@ def distributed_flags(environ) -> list:
 
 
 def main():
+    if any(arg in ("-h", "--help") for arg in sys.argv[1:]):
+        print(__doc__)
+        print("fairseq-train's own options follow.\n")
+        cli_main()  # fairseq-train's --help, which exits
     sys.argv = [sys.argv[0], *sys.argv[1:], *distributed_flags(os.environ)]
     cli_main()
 

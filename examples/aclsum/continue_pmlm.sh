@@ -15,6 +15,7 @@
 # (Adam betas (0.9, 0.98), eps 1e-6, weight decay 0.01, no gradient clipping, linear warm-up and decay).
 # The learning rate, batch, length and number of updates of this short continuation are this project's
 # choices for a CPU budget (Table 7's 6e-4 and batch 7,680 are for 0.5M steps from scratch).
+case "${1:-}" in -h | --help) awk 'NR > 1 && !/^#/ {exit} NR > 1 {sub(/^# ?/, ""); print}' "$0"; exit 0 ;; esac  # usage, before any work
 set -euo pipefail
 REPO=$(cd "$(dirname "$0")/../.." && pwd)
 WORK=${1:-work/aclsum-pmlm}

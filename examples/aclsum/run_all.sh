@@ -12,6 +12,7 @@
 # pseudo_masked-pretrained. PARALLEL=2 runs two rows at a time with one thread each (same total work on 2
 # cores; the times then describe that setting).
 # Afterwards: python examples/aclsum/results_table.py WORK_DIR > docs/results-table.md
+case "${1:-}" in -h | --help) awk 'NR > 1 && !/^#/ {exit} NR > 1 {sub(/^# ?/, ""); print}' "$0"; exit 0 ;; esac  # usage, before any work
 set -euo pipefail
 REPO=$(cd "$(dirname "$0")/../.." && pwd)
 WORK=${1:-work/aclsum-results}

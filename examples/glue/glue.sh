@@ -36,6 +36,7 @@
 #   MAX_POSITIONS=512    inputs truncated to this many tokens (UniLM v1 §3.5; UniLMv2 §4.1's input length)
 #   POOLER_DROPOUT=0.1   dropout of the task's last projection: 0.3 for MNLI, 0.05 for CoLA and SST-2
 #                        (UniLM v1 §3.5; for unilmv2 this project's choice, UniLMv2 names none)
+case "${1:-}" in -h | --help) awk 'NR > 1 && !/^#/ {exit} NR > 1 {sub(/^# ?/, ""); print}' "$0"; exit 0 ;; esac  # usage, before any work
 set -euo pipefail
 [ $# -ge 3 ] || { sed -n '2,17p' "$0"; exit 1; }
 TASK=$1 GLUE_DIR=$2 WORK=$3

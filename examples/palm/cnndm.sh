@@ -33,6 +33,7 @@
 #   MAX_LEN_B=130        maximum generated tokens (this project's choice: PALM names none)
 #   GEN_BATCH=32         decoding batch size (this project's choice: speed only)
 #   METRICS=rouge        ROUGE-1/2/L F1 (PALM §3.4)
+case "${1:-}" in -h | --help) awk 'NR > 1 && !/^#/ {exit} NR > 1 {sub(/^# ?/, ""); print}' "$0"; exit 0 ;; esac  # usage, before any work
 set -euo pipefail
 : "${MAX_SRC:=512}" "${MAX_TGT:=140}"
 : "${TOTAL_BATCH:=64}" "${BATCH_PER_GPU:=4}" "${LR:=1e-5}" "${WARMUP:=10000}" "${EPOCHS:=10}"

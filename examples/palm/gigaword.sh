@@ -35,6 +35,7 @@
 #   GEN_BATCH=64         decoding batch size (this project's choice: speed only)
 #   UNK_TOKEN=<unk>      what the released "UNK" becomes (this project's choice: [UNK] for BERT vocabularies)
 #   METRICS=rouge        ROUGE-1/2/L F1 (PALM §3.4)
+case "${1:-}" in -h | --help) awk 'NR > 1 && !/^#/ {exit} NR > 1 {sub(/^# ?/, ""); print}' "$0"; exit 0 ;; esac  # usage, before any work
 set -euo pipefail
 : "${MAX_SRC:=512}" "${MAX_TGT:=48}"
 : "${TOTAL_BATCH:=64}" "${BATCH_PER_GPU:=32}" "${LR:=1e-5}" "${WARMUP:=10000}" "${EPOCHS:=10}"

@@ -41,6 +41,7 @@
 #   VALID_SIZE=1000      dev examples kept for validation; the rest are the test set (this project's choice:
 #                        PALM §3.3 reports the official leaderboard, whose answers are not public)
 #   METRICS=rouge,bleu   ROUGE-L (PALM §3.3); BLEU too (this project's choice: MARCO's other metric)
+case "${1:-}" in -h | --help) awk 'NR > 1 && !/^#/ {exit} NR > 1 {sub(/^# ?/, ""); print}' "$0"; exit 0 ;; esac  # usage, before any work
 set -euo pipefail
 : "${MAX_SRC:=512}" "${MAX_TGT:=64}"
 : "${TOTAL_BATCH:=64}" "${BATCH_PER_GPU:=8}" "${LR:=1e-5}" "${WARMUP:=10000}" "${EPOCHS:=10}"

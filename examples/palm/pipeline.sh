@@ -39,6 +39,7 @@
 # and a linear schedule, linear warm-up then linear decay to 0 (--lr-scheduler polynomial_decay): PALM §3.3
 # keeps the pre-training settings for fine-tuning, and §3.1 pre-trains with linear warm-up and decay.
 # EPOCHS is counted into updates from the prepared training set; STEPS, when set, gives them instead.
+case "${1:-}" in -h | --help) awk 'NR > 1 && !/^#/ {exit} NR > 1 {sub(/^# ?/, ""); print}' "$0"; exit 0 ;; esac  # usage, before any work
 
 PALM_REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 # shellcheck source=examples/common/pairs.sh

@@ -46,6 +46,7 @@
 #   CLIP_NORM=1.0        gradient-norm clipping (this project's choice: PALM names none)
 # Fixed below: Adam betas (0.9, 0.999) (this project's choice: PALM names none); linear decay
 # (polynomial_decay, power 1; PALM §3.1); --fp16 (this project's choice).
+case "${1:-}" in -h | --help) awk 'NR > 1 && !/^#/ {exit} NR > 1 {sub(/^# ?/, ""); print}' "$0"; exit 0 ;; esac  # usage, before any work
 set -euo pipefail
 DATA_BIN=$1
 SAVE_DIR=$2

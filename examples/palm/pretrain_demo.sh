@@ -4,6 +4,7 @@
 # Steps: sentencepiece vocabulary -> fairseq-preprocess --only-source -> stage 1 (encoder masked LM on the
 # first 80% of each window) -> stage 2 (the decoder generates the last 20%, pointer-generator; PALM §2.2's
 # stage-2 loss alone) started from stage 1's encoder -> fairseq-validate.
+case "${1:-}" in -h | --help) awk 'NR > 1 && !/^#/ {exit} NR > 1 {sub(/^# ?/, ""); print}' "$0"; exit 0 ;; esac  # usage, before any work
 set -euo pipefail
 REPO=$(cd "$(dirname "$0")/../.." && pwd)
 WORK=${1:-work/palm_demo}

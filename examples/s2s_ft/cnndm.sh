@@ -42,6 +42,7 @@
 #   MAX_LEN_B=160        maximum generated tokens (UniLMv2 Table 10's output length; s2s-ft Table 8 too)
 #   GEN_BATCH=32         decoding batch size (this project's choice: speed only)
 #   METRICS=rouge        ROUGE-1/2/L F1 (UniLMv2 §4.4)
+case "${1:-}" in -h | --help) awk 'NR > 1 && !/^#/ {exit} NR > 1 {sub(/^# ?/, ""); print}' "$0"; exit 0 ;; esac  # usage, before any work
 set -euo pipefail
 FORMAT=cnndm
 : "${MAX_SRC:=608}" "${MAX_TGT:=160}" "${METHOD:=pseudo_masked}" "${TARGET_MASK_PROB:=0.7}"

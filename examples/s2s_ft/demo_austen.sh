@@ -4,6 +4,7 @@
 # Needs examples/unilmv2_pretrain/demo.sh to have run on the same WORKDIR (its vocabulary, dictionary and
 # checkpoint). The demo pairs are lead-sentence extraction built from real text: each source is three
 # consecutive sentences of a held-in chapter, its target the first of them (scripts/prepare_corpus.py).
+case "${1:-}" in -h | --help) awk 'NR > 1 && !/^#/ {exit} NR > 1 {sub(/^# ?/, ""); print}' "$0"; exit 0 ;; esac  # usage, before any work
 set -euo pipefail
 REPO=$(cd "$(dirname "$0")/../.." && pwd)
 WORK=${1:-work/demo}

@@ -32,16 +32,20 @@
 #   WARMUP      warm-up updates [25: choice; Table 7 uses 1,000]
 #   MAX_SRC     source positions, [SOS]/[EOS] included (longer sources are cut) [256: choice]
 #   MAX_TGT     target positions, [EOS] included [48: Table 8's XSum output length]
-#   BEAM [5: Table 8]  LENPEN [1.0: choice, fairseq's default]  MIN_LEN [20: choice, on validation]
+#   BEAM [5: Table 8]  LENPEN [1.0: choice, fairseq's default]
+#   MIN_LEN     fewest tokens generated [the 5th percentile of the tokenized training targets' lengths, at
+#               most MAX_LEN: choice; on ACLSum that is 20, the value validation picked]
 #   MAX_LEN [48: Table 8, XSum]  NO_REPEAT_NGRAM (trigram blocking) [3]
 #   GEN_BATCH   test pairs per generation batch [32]
 #   SEED [1]    STAGES  steps to run, comma-separated [convert,tokenize,binarize,train,generate,score]
+#   FRESH       1: delete WORK_DIR/checkpoints and train from the start; 0: a re-run resumes from
+#               checkpoint_last.pt there, as fairseq-train does, so an interrupted run goes on [0]
 #   CPU         1: train and generate on the CPU even if CUDA is available [1 when no GPU is visible]
 # Fixed, from Table 7: label smoothing 0.1, Adam betas (0.9, 0.999) and eps 1e-6, weight decay 0.01,
 # gradient clipping 1.0, dropout 0.1 (the model's own). The masked method's target mask probability is the
 # task's --target-mask-prob (0.5, inside Table 7's 40-70% range).
 set -euo pipefail
-case "${1:-}" in -h | --help) sed -n '2,42p' "$0"; exit 0 ;; esac  # usage, before any work
+case "${1:-}" in -h | --help) awk 'NR > 1 && !/^#/ {exit} NR > 1 {sub(/^# ?/, ""); print}' "$0"; exit 0 ;; esac  # usage, before any work
 if [ $# -lt 2 ]; then
   sed -n '2,11p' "$0" >&2
   exit 2
@@ -52,8 +56,8 @@ WORK=$2
 shift 2
 : "${INIT:=pretrained}" "${PRETRAINED:=}" "${METHOD:=pseudo_masked}" "${UPDATES:=250}" "${MINUTES:=}"
 : "${BATCH:=8}" "${LR:=3e-4}" "${WARMUP:=25}" "${MAX_SRC:=256}" "${MAX_TGT:=48}"
-: "${BEAM:=5}" "${LENPEN:=1.0}" "${MIN_LEN:=20}" "${MAX_LEN:=48}" "${NO_REPEAT_NGRAM:=3}" "${GEN_BATCH:=32}"
-: "${SEED:=1}" "${STAGES:=convert,tokenize,binarize,train,generate,score}"
+: "${BEAM:=5}" "${LENPEN:=1.0}" "${MIN_LEN:=}" "${MAX_LEN:=48}" "${NO_REPEAT_NGRAM:=3}" "${GEN_BATCH:=32}"
+: "${SEED:=1}" "${STAGES:=convert,tokenize,binarize,train,generate,score}" "${FRESH:=0}"
 : "${VALID_EVERY:=$(( (UPDATES + 1) / 2 ))}" "${CKPT:=best}"
 : "${CPU:=$(python -c 'import torch; print(0 if torch.cuda.is_available() else 1)')}"
 
@@ -68,6 +72,7 @@ stage() { [[ ",$STAGES," == *",$1,"* ]]; }
 need_choice INIT pretrained random
 need_choice METHOD pseudo_masked masked causal
 need_choice CPU 0 1
+need_choice FRESH 0 1
 need_whole UPDATES 1
 need_whole VALID_EVERY 1
 need_whole BATCH 1
@@ -75,7 +80,7 @@ need_whole WARMUP 0
 need_whole MAX_SRC 3
 need_whole MAX_TGT 2
 need_whole BEAM 1
-need_whole MIN_LEN 0
+if [ -n "$MIN_LEN" ]; then need_whole MIN_LEN 0; fi
 need_whole MAX_LEN 1
 need_whole NO_REPEAT_NGRAM 0
 need_whole GEN_BATCH 1
@@ -83,7 +88,7 @@ need_whole SEED 0
 need_number LR
 need_number LENPEN zero
 if [ -n "$MINUTES" ]; then need_number MINUTES; fi
-if (( MIN_LEN > MAX_LEN )); then
+if [ -n "$MIN_LEN" ] && (( MIN_LEN > MAX_LEN )); then
   echo "error: MIN_LEN=$MIN_LEN is above MAX_LEN=$MAX_LEN: no hypothesis could be that long and that short" >&2
   exit 2
 fi
@@ -197,7 +202,12 @@ if stage train; then
   if [ -n "$MINUTES" ]; then
     time_args=(--stop-time-hours "$(python -c "print($MINUTES / 60)")")
   fi
-  rm -rf "$SAVE"
+  if [ "$FRESH" = 1 ]; then
+    rm -rf "$SAVE"
+  elif [ -f "$SAVE/checkpoint_last.pt" ]; then
+    echo "== resuming from $SAVE/checkpoint_last.pt (fairseq restores the model, optimizer, schedule and data" \
+      "position; FRESH=1 starts over)"
+  fi
   # fairseq's training, validation and closing lines as they come; all it says is in train.log
   train_lines='\| (train_inner|train|valid) \||done training in|Stopping training'
   train_command=(fairseq-train "$WORK/bin" --user-dir "$REPO/unilm_fairseq" --task unilm_seq2seq \
@@ -225,6 +235,15 @@ if stage generate; then
     best | last) CHECKPOINT_FILE=$SAVE/checkpoint_$CKPT.pt ;;
     *) CHECKPOINT_FILE=$CKPT ;;
   esac
+  if [ -z "$MIN_LEN" ]; then
+    if [ ! -s "$WORK/text/train.tgt" ]; then
+      echo "error: MIN_LEN is derived from $WORK/text/train.tgt (the tokenize stage writes it): set MIN_LEN" >&2
+      exit 2
+    fi
+    MIN_LEN=$(awk '{print NF}' "$WORK/text/train.tgt" | sort -n | awk -v max="$MAX_LEN" \
+      '{n[NR] = $1} END {v = n[int(NR * 0.05) + 1]; print (v > max ? max : v)}')
+    echo "== MIN_LEN=$MIN_LEN: the 5th percentile of the training targets' lengths in tokens (set MIN_LEN to choose)"
+  fi
   echo "== generate the test set with $CHECKPOINT_FILE: beam $BEAM, length penalty $LENPEN," \
     "no repeated ${NO_REPEAT_NGRAM}-grams"
   QUIET_STDOUT=$WORK/generate-test.out quiet "$LOGS/generate.log" fairseq-generate "$WORK/bin" --user-dir "$REPO/unilm_fairseq" --task unilm_seq2seq \
@@ -236,6 +255,18 @@ if stage generate; then
     --log-format simple --log-interval 1 ${DEVICE[@]+"${DEVICE[@]}"}
   show "$LOGS/generate.log" "Translated [0-9]+ sentences"
   echo "   $(tail -1 "$WORK/generate-test.out")"
+  if [ "$(dirname "$CHECKPOINT_FILE")" = "$SAVE" ]; then
+    # the checkpoint folder becomes a model folder: UniLMModel.from_pretrained(WORK_DIR/checkpoints) loads it
+    # with its dictionaries, tokenizer and these decoding settings, and generates from text
+    cp "$WORK/bin/dict.src.txt" "$WORK/bin/dict.tgt.txt" "$SAVE/"
+    cp "$MODEL/dict.txt" "$SAVE/vocab.txt"
+    python -c 'import json, sys; k = sys.argv[1::2]; v = sys.argv[2::2]
+print(json.dumps({"checkpoint": v[0], "bpe": "wordpiece", **{a: float(b) if a == "lenpen" else int(b) for a, b in zip(k[1:], v[1:])}}))' \
+      checkpoint "$(basename "$CHECKPOINT_FILE")" beam "$BEAM" lenpen "$LENPEN" min_len "$MIN_LEN" max_len_a 0 \
+      max_len_b "$MAX_LEN" no_repeat_ngram_size "$NO_REPEAT_NGRAM" > "$SAVE/generation.json"
+    echo "== model folder: $SAVE (dictionaries, vocab.txt, generation.json with these settings):" \
+      "UniLMModel.from_pretrained(\"$SAVE\").generate(\"text\")"
+  fi
 fi
 
 if stage score; then
@@ -248,6 +279,8 @@ if stage score; then
     baselines+=(--system "${name%.hyp}=$hyp")
   done
   run python "$REPO/scripts/rouge_table.py" --ref "$DATA/test.tgt" ${baselines[@]+"${baselines[@]}"} \
-    --generated "s2s-ft ($METHOD)=$WORK/generate-test.out" --examples 5 --json "$WORK/scores.json"
+    --generated "s2s-ft ($METHOD)=$WORK/generate-test.out" --examples 5 --json "$WORK/scores.json" \
+    --hypotheses-out "$WORK/test.hyp"
+  echo "   the predictions, one per test pair (detokenized, as scored): $WORK/test.hyp"
 fi
 echo "== full logs: $LOGS/ ($(cd "$LOGS" && ls -- *.log 2>/dev/null | tr '\n' ' '))"

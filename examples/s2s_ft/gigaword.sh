@@ -43,6 +43,7 @@
 #                        development set without giving the value)
 #   GEN_BATCH=64         decoding batch size (this project's choice: speed only)
 #   METRICS=rouge        ROUGE-1/2/L F1 (UniLM v1 §3.1)
+case "${1:-}" in -h | --help) awk 'NR > 1 && !/^#/ {exit} NR > 1 {sub(/^# ?/, ""); print}' "$0"; exit 0 ;; esac  # usage, before any work
 set -euo pipefail
 FORMAT=gigaword
 : "${MAX_SRC:=194}" "${MAX_TGT:=62}" "${METHOD:=masked}" "${TARGET_MASK_PROB:=0.7}"

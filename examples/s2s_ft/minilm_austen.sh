@@ -7,6 +7,7 @@
 # folder instead. The pairs are the main job's lead-sentence extraction pairs (scripts/prepare_corpus.py):
 # each source is three consecutive sentences of an Austen chapter, its target the first of them.
 # INIT=random trains the same model from random initialisation (for comparison).
+case "${1:-}" in -h | --help) awk 'NR > 1 && !/^#/ {exit} NR > 1 {sub(/^# ?/, ""); print}' "$0"; exit 0 ;; esac  # usage, before any work
 set -euo pipefail
 REPO=$(cd "$(dirname "$0")/../.." && pwd)
 WORK=${1:-work/minilm}

@@ -49,6 +49,7 @@
 # Sources are truncated to MAX_SRC - 2 tokens when prepared (room for [SOS] and [EOS]); targets are left
 # whole so that the test references stay complete: the unilm_seq2seq task truncates training targets to
 # --max-target-positions itself.
+case "${1:-}" in -h | --help) awk 'NR > 1 && !/^#/ {exit} NR > 1 {sub(/^# ?/, ""); print}' "$0"; exit 0 ;; esac  # usage, before any work
 
 S2S_FT_REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 # shellcheck source=examples/common/pairs.sh

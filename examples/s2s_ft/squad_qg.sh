@@ -47,6 +47,7 @@
 #   MAX_LEN_B=48         maximum generated tokens (UniLMv2 Table 10's output length) [s2s-ft Table 8: 32]
 #   GEN_BATCH=16         decoding batch size (this project's choice: speed only)
 #   METRICS=bleu,meteor,rouge  BLEU-4, METEOR, ROUGE-L (UniLMv2 §4.5)
+case "${1:-}" in -h | --help) awk 'NR > 1 && !/^#/ {exit} NR > 1 {sub(/^# ?/, ""); print}' "$0"; exit 0 ;; esac  # usage, before any work
 set -euo pipefail
 FORMAT=squad_qg
 : "${MAX_SRC:=464}" "${MAX_TGT:=48}" "${METHOD:=pseudo_masked}" "${TARGET_MASK_PROB:=0.7}"

@@ -41,6 +41,7 @@
 #   BATCH_PER_GPU        windows per GPU per step [TOTAL_BATCH / GPUS] (this project's choice: memory only;
 #                        TOTAL_BATCH must be a multiple of GPUS x BATCH_PER_GPU)
 #   GPUS=1, TOKENIZER=wordpiece, CASED=0 (1 for cased vocabularies), ARCH=unilmv2_base
+case "${1:-}" in -h | --help) awk 'NR > 1 && !/^#/ {exit} NR > 1 {sub(/^# ?/, ""); print}' "$0"; exit 0 ;; esac  # usage, before any work
 set -euo pipefail
 if [ $# -lt 2 ]; then
     sed -n '2,9p' "$0"

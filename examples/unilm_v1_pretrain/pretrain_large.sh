@@ -39,6 +39,7 @@
 #   DROPOUT=0.1          dropout and attention dropout (UniLM v1 §2.4)
 # Fixed below: Adam betas (0.9, 0.999) (UniLM v1 §2.4); linear decay (polynomial_decay, power 1; §2.4);
 # --fp16 (UniLM v1 §2.4: mixed precision training).
+case "${1:-}" in -h | --help) awk 'NR > 1 && !/^#/ {exit} NR > 1 {sub(/^# ?/, ""); print}' "$0"; exit 0 ;; esac  # usage, before any work
 set -euo pipefail
 DATA_BIN=$1
 SAVE_DIR=$2

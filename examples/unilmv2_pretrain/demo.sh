@@ -2,6 +2,7 @@
 # Pre-train a tiny UniLMv2 (pseudo-masked LM, AE + PAR losses) on the embedded Austen corpus, on CPU.
 #   bash examples/unilmv2_pretrain/demo.sh [WORKDIR]
 # Steps: sentencepiece vocabulary -> fairseq-preprocess --only-source -> fairseq-train -> fairseq-validate.
+case "${1:-}" in -h | --help) awk 'NR > 1 && !/^#/ {exit} NR > 1 {sub(/^# ?/, ""); print}' "$0"; exit 0 ;; esac  # usage, before any work
 set -euo pipefail
 REPO=$(cd "$(dirname "$0")/../.." && pwd)
 WORK=${1:-work/demo}

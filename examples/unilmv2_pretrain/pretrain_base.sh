@@ -39,6 +39,7 @@
 #   DROPOUT=0.1          dropout and attention dropout (UniLMv2 §4.1, Table 7)
 # Fixed below: Adam betas (0.9, 0.98) (UniLMv2 §4.1, Table 7); linear schedule (polynomial_decay, power 1;
 # UniLMv2 Table 7); --fp16 (this project's choice: the paper does not say).
+case "${1:-}" in -h | --help) awk 'NR > 1 && !/^#/ {exit} NR > 1 {sub(/^# ?/, ""); print}' "$0"; exit 0 ;; esac  # usage, before any work
 set -euo pipefail
 DATA_BIN=$1
 SAVE_DIR=$2

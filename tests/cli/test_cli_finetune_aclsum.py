@@ -71,6 +71,23 @@ def test_finetune_script_learns_real_pairs_without_degenerate_output(tmp_path):
     assert model["rougeL"] > 60, scores  # learnt: far above copying the first sentence
     hyps = re.findall(r"^D-(\d+)\t\S+\t(.*)$", (work / "generate-test.out").read_text(), re.M)
     assert sorted(int(i) for i, _ in hyps) == list(range(len(references)))
+    # a re-run resumes: 10 more updates after the 300 done, not 310 from the start
+    more = run_cli([shutil.which("bash"), script, str(data), str(work), *tiny],
+                   env={**env, "UPDATES": "310", "STAGES": "train"})  # fmt: skip
+    assert "== resuming from" in more.stdout
+    updates = [int(x) for x in re.findall(r"train_inner .*num_updates=(\d+)", more.stdout + more.stderr)]
+    assert updates and min(updates) > 300 and max(updates) <= 310, updates
+    # test.hyp: the predictions in test order, one per pair, as scored
+    predictions = (work / "test.hyp").read_text().splitlines()
+    assert predictions == [h for _, h in sorted(hyps, key=lambda pair: int(pair[0]))]
+    # the checkpoint folder is a model folder: one argument loads it, text in gives the same text out
+    settings = json.loads((work / "checkpoints" / "generation.json").read_text())
+    assert settings["checkpoint"] == "checkpoint_last.pt" and settings["max_len_b"] == 48
+    from unilm_fairseq import UniLMModel
+
+    model = UniLMModel.from_pretrained(str(work / "checkpoints"))
+    sources = (data / "test.src").read_text().splitlines()[:3]
+    assert model.generate(sources) == predictions[:3]
     for _, hyp in hyps:
         tokens = hyp.split()
         top = collections.Counter(tokens).most_common(1)[0][1]

@@ -117,8 +117,11 @@ def test_rouge_table_rows_examples_and_json(tmp_path):
     gen.write_text("S-1\tx\nD-1\t-0.5\tpolice ar ##rested a man\nD-0\t-0.4\tthe cat\nT-0\tthe cat\n")
     out = rouge_table("--ref", str(ref), "--lead", str(tmp_path / "src.txt"), "--system",
                       f"copy={tmp_path / 'copy.hyp'}", "--generated", f"model={gen}", "--detok", "wordpiece",
-                      "--examples", "2", "--json", str(tmp_path / "s.json"))  # fmt: skip
+                      "--examples", "2", "--json", str(tmp_path / "s.json"),
+                      "--hypotheses-out", str(tmp_path / "test.hyp"))  # fmt: skip
     assert out.returncode == 0, out.stderr
+    # the model's outputs in test order (id 0 first, though the log has id 1 first), detokenized as scored
+    assert (tmp_path / "test.hyp").read_text() == "the cat\npolice arrested a man\n"
     rows = {line.split()[0]: line.split()[1:] for line in out.stdout.splitlines()[1:4]}
     assert rows["copy"] == ["100.00", "100.00", "100.00"]
     # lead = "The cat sat." (F1 2/3) and "A man ran!" (P 2/3, R 2/4: F1 4/7); the mean is 61.90
@@ -135,6 +138,9 @@ def test_rouge_table_refuses_a_log_that_dropped_pairs(tmp_path):
     ref.write_text("a\nb\nc\n")
     gen = tmp_path / "gen.out"
     gen.write_text("H-0\t-1\ta\nH-2\t-1\tc\n")
-    out = rouge_table("--ref", str(ref), "--generated", f"m={gen}")
+    out = rouge_table("--ref", str(ref), "--generated", f"m={gen}", "--hypotheses-out", str(tmp_path / "h"))
     assert out.returncode == 1
     assert "1 of 3 test pairs have no hypothesis (first id 1)" in out.stderr
+    assert not (tmp_path / "h").exists()  # no partial predictions file
+    out = rouge_table("--ref", str(ref), "--system", f"s={ref}", "--hypotheses-out", str(tmp_path / "h"))
+    assert out.returncode == 2 and "needs a --generated system" in out.stderr

@@ -115,5 +115,53 @@ def test_help_prints_the_usage_before_any_work(tmp_path, script):
     result = subprocess.run(
         ["bash", os.path.join(REPO, script), "-h"], capture_output=True, text=True, cwd=tmp_path, timeout=60
     )
-    assert result.returncode == 0 and result.stdout.startswith("# ") and "UPDATES" in result.stdout
+    with open(os.path.join(REPO, script), encoding="utf-8") as f:
+        second_line = f.read().splitlines()[1].lstrip("# ")  # the header comment, as the usage
+    assert result.returncode == 0 and second_line in result.stdout and "UPDATES" in result.stdout
     assert list(tmp_path.iterdir()) == []  # no venv, no work folder
+
+
+@pytest.mark.parametrize("max_len, expected", [("48", "3"), ("2", "2")])
+def test_min_len_defaults_to_the_5th_percentile_of_the_training_targets(tmp_path, max_len, expected):
+    data, work = write_pairs(tmp_path / "data"), tmp_path / "work"
+    (work / "text").mkdir(parents=True)
+    # 40 targets of 1..40 tokens (shuffled): the 5th percentile is the 3rd shortest, 3 tokens
+    lengths = [(7 * i) % 40 + 1 for i in range(40)]
+    (work / "text" / "train.tgt").write_text("".join(" ".join(["w"] * n) + "\n" for n in lengths))
+    checkpoint = tmp_path / "model.pt"
+    checkpoint.write_bytes(b"")
+    result = finetune(data, work, STAGES="generate", CKPT=str(checkpoint), MAX_LEN=max_len)
+    assert f"== MIN_LEN={expected}: the 5th percentile" in result.stdout, result.stdout + result.stderr
+    # an explicit MIN_LEN is used as given; without the tokenized targets the default is refused
+    result = finetune(data, work, STAGES="generate", CKPT=str(checkpoint), MIN_LEN="7")
+    assert "== MIN_LEN=" not in result.stdout and "--min-len 7 " in result.stderr
+    os.remove(work / "text" / "train.tgt")
+    result = finetune(data, work, STAGES="generate", CKPT=str(checkpoint))
+    assert result.returncode == 2 and "MIN_LEN is derived from" in result.stderr, result.stderr
+
+
+def test_a_rerun_resumes_from_the_last_checkpoint_unless_fresh(tmp_path):
+    data, work = write_pairs(tmp_path / "data"), tmp_path / "work"
+    (work / "checkpoints").mkdir(parents=True)
+    (work / "checkpoints" / "checkpoint_last.pt").write_bytes(b"kept")
+    (work / "model").mkdir()
+    (work / "model" / "model_args.txt").write_text("--arch unilmv2_base\n")
+    # there is no binarized data here, so fairseq-train itself fails: what matters is what happened before
+    result = finetune(data, work, STAGES="train")
+    assert "== resuming from" in result.stdout and (work / "checkpoints" / "checkpoint_last.pt").exists()
+    result = finetune(data, work, STAGES="train", FRESH="1")
+    assert (
+        "== resuming from" not in result.stdout and not (work / "checkpoints" / "checkpoint_last.pt").exists()
+    )
+    result = finetune(data, work, FRESH="yes")
+    assert result.returncode == 2 and "FRESH=yes must be one of: 0 1" in result.stderr
+
+
+def test_text_that_is_wordpiece_tokenized_already_is_warned_about(tmp_path, capsys):
+    lines = b"".join(b"the wood ##house stood line %d\n" % i for i in range(3))
+    data = write_pairs(tmp_path / "data", **{"train.src": lines})
+    assert check_pairs.main([str(data)]) == 0  # a warning, not an error
+    err = capsys.readouterr().err
+    assert "train.src: 3 of 3 lines hold '##' pieces" in err and "train.tgt" not in err
+    clean = write_pairs(tmp_path / "clean", **{"train.src": b"a # b\nc ## d\nC## code\n"})
+    assert check_pairs.main([str(clean)]) == 0 and "warning" not in capsys.readouterr().err

@@ -61,6 +61,9 @@ def test_registered_bpe_encode_decode(tmp_path):
     bpe = build_bpe(argparse.Namespace(bpe="wordpiece", wordpiece_vocab=str(vocab), wordpiece_cased=False))
     assert bpe.encode("The PLAYING, [SEP] plays") == "the play ##ing , [SEP] [UNK]"
     assert bpe.decode("the play ##ing , [SEP]") == "the playing , [SEP]"
+    # a hypothesis that starts with a continuation piece decodes to clean text; "##" alone stays itself
+    assert bpe.decode("##ing the play ##ing") == "ing the playing"
+    assert bpe.decode("a ## b ##c") == "a ## bc"
     assert bpe.is_beginning_of_word("play") and not bpe.is_beginning_of_word("##ing")
     with pytest.raises(FileNotFoundError, match="--wordpiece-vocab"):
         build_bpe(argparse.Namespace(bpe="wordpiece"))

@@ -386,11 +386,17 @@ class WordPieceTokenizer:
 
 
 def detokenize_wordpiece(text: str) -> str:
-    """Join BERT WordPiece tokens: ``"hel ##lo world"`` -> ``"hello world"``."""
+    """Join BERT WordPiece tokens: ``"hel ##lo world"`` -> ``"hello world"``.
+
+    A continuation piece with nothing before it (a hypothesis may start with one) loses its ``##``;
+    ``##`` alone is the two characters, not a continuation.
+    """
     words: List[str] = []
     for token in text.split():
-        if token.startswith(WORDPIECE_CONTINUATION) and words:
-            words[-1] += token[len(WORDPIECE_CONTINUATION) :]
+        continues = token.startswith(WORDPIECE_CONTINUATION) and len(token) > len(WORDPIECE_CONTINUATION)
+        piece = token[len(WORDPIECE_CONTINUATION) :] if continues else token
+        if continues and words:
+            words[-1] += piece
         else:
-            words.append(token)
+            words.append(piece)
     return " ".join(words)

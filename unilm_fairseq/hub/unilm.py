@@ -21,6 +21,7 @@ or cast the model, and inputs follow it. ``UniLMv2Model.from_pretrained(...)`` r
 """
 
 import copy
+import json
 import logging
 import math
 import os
@@ -53,6 +54,11 @@ BPE_FILES = {
     },
 }
 REMOTE = ("http://", "https://")
+# a model folder's decoding settings (examples/s2s_ft/finetune.sh writes it beside the checkpoints)
+GENERATION_FILE = "generation.json"
+GENERATION_KEYS = frozenset(
+    {"checkpoint", "bpe", "beam", "lenpen", "min_len", "max_len_a", "max_len_b", "no_repeat_ngram_size"}
+)
 
 Text = Union[str, Sequence[str]]
 Tokens = Union[Tensor, Sequence[Tensor]]
@@ -67,22 +73,30 @@ def is_one_input(inputs: Inputs) -> bool:
 class UniLMHubInterface(GeneratorHubInterface):
     """A loaded ``unilm_seq2seq`` model with its dictionary and text encoder (see the module docstring)."""
 
-    def __init__(self, cfg, task, models):
+    def __init__(self, cfg, task, models, generation_defaults: Optional[Dict] = None):
         super().__init__(cfg, task, models)
         self.model = self.models[0]
+        # decoding settings the model folder was validated with (its generation.json), used by generate()
+        self.generation_defaults = dict(generation_defaults or {})
 
     @classmethod
     def from_pretrained(
         cls,
         model_dir: str,
-        checkpoint_file: str = "checkpoint_best.pt",
+        checkpoint_file: Optional[str] = None,
         data_name_or_path: str = ".",
         **kwargs,
     ) -> "UniLMHubInterface":
         """Load ``model_dir/checkpoint_file`` (``os.pathsep``-separated files make an ensemble).
 
+        A model folder that ``examples/s2s_ft/finetune.sh`` wrote (its ``checkpoints/``) loads with one
+        argument: it holds the dictionaries, ``vocab.txt`` and ``generation.json`` (:data:`GENERATION_FILE`:
+        the checkpoint that was decoded, the tokenizer and the decoding settings of the test run), which
+        give ``checkpoint_file``, ``bpe`` and :meth:`generate`'s defaults unless they are given.
+
         Args:
             model_dir: folder of the checkpoint; local only, nothing is downloaded.
+            checkpoint_file: default: the folder's ``generation.json`` names it, else ``checkpoint_best.pt``.
             data_name_or_path: folder with the task's ``dict.{src,tgt}.txt`` (the binarized data of
                 ``fairseq-preprocess``); relative to ``model_dir`` when it starts with ``.``.
             kwargs: overrides of the saved configuration, by fairseq option name, e.g.
@@ -94,13 +108,27 @@ class UniLMHubInterface(GeneratorHubInterface):
         """
         if not os.path.isdir(model_dir):
             raise FileNotFoundError(f"model directory not found: {model_dir}")
+        defaults = read_generation_defaults(model_dir)
+        checkpoint_file = checkpoint_file or defaults.pop("checkpoint", None) or "checkpoint_best.pt"
+        defaults.pop("checkpoint", None)
+        if "bpe" in defaults:
+            kwargs.setdefault("bpe", defaults.pop("bpe"))
+        data_dir = (
+            os.path.join(model_dir, data_name_or_path)
+            if data_name_or_path.startswith(".")
+            else data_name_or_path
+        )
+        if "source_lang" not in kwargs and all(
+            os.path.isfile(os.path.join(data_dir, f"dict.{side}.txt")) for side in ("src", "tgt")
+        ):  # a model folder holds the dictionaries without binarized files to infer the pair from
+            kwargs.update(source_lang="src", target_lang="tgt")
         for name in checkpoint_file.split(os.pathsep):
             if not os.path.isfile(os.path.join(model_dir, name)):
                 raise FileNotFoundError(f"checkpoint not found: {os.path.join(model_dir, name)}")
         kwargs.setdefault("user_dir", PACKAGE_DIR)
         kwargs.update(_local_bpe_files(model_dir, kwargs))
         loaded = hub_utils.from_pretrained(model_dir, checkpoint_file, data_name_or_path, **kwargs)
-        return cls(loaded["args"], loaded["task"], loaded["models"])
+        return cls(loaded["args"], loaded["task"], loaded["models"], generation_defaults=defaults)
 
     def encode(self, sentence: str) -> torch.LongTensor:
         """Raw text -> source ids ``(T,)``: tokenizer, bpe, dictionary, then ``</s>``.
@@ -118,16 +146,16 @@ class UniLMHubInterface(GeneratorHubInterface):
     def generate(
         self,
         inputs: Union[Text, Tokens],
-        beam: int = 5,
+        beam: Optional[int] = None,
         verbose: bool = False,
         *,
-        lenpen: float = 1.0,
+        lenpen: Optional[float] = None,
         lenpen_style: Optional[str] = None,
-        no_repeat_ngram_size: int = 0,
+        no_repeat_ngram_size: Optional[int] = None,
         no_repeat_ngram_exempt: Optional[Sequence[str]] = None,
-        min_len: int = 1,
-        max_len_a: float = 0,
-        max_len_b: int = 200,
+        min_len: Optional[int] = None,
+        max_len_a: Optional[float] = None,
+        max_len_b: Optional[int] = None,
         nbest: int = 1,
         sampling: bool = False,
         sampling_topk: int = -1,
@@ -142,7 +170,11 @@ class UniLMHubInterface(GeneratorHubInterface):
         The keyword options are ``fairseq-generate``'s (``--lenpen`` is ``lenpen``); ``options`` takes
         any other field of fairseq's generation config (``unkpen``, ``diverse_beam_groups`` ...). Generation
         stops inside the position table (the task's ``inference_step``). ``batch_size``/``max_tokens``
-        default to the checkpoint's dataset settings. ``lenpen_style`` (``"fairseq"`` or ``"gnmt"``) and
+        default to the checkpoint's dataset settings. ``beam``, ``lenpen``, ``no_repeat_ngram_size``,
+        ``min_len``, ``max_len_a`` and ``max_len_b`` not given come from the model folder's
+        ``generation.json`` (see :meth:`from_pretrained`), else beam 5, lenpen 1.0, no blocking, min_len 1,
+        and an output as long as the model's target positions allow (``max_len_a`` 0, ``max_len_b`` the
+        task's ``--max-target-positions``). ``lenpen_style`` (``"fairseq"`` or ``"gnmt"``) and
         ``no_repeat_ngram_exempt`` (dictionary symbols, e.g. ``["."]``) are the task's
         ``--lenpen-style`` and ``--no-repeat-ngram-exempt`` for this call; unset, the task's values hold.
         ``nbest`` hypotheses per input come back, best first; beam search (or sampling) keeps ``beam`` of
@@ -156,6 +188,11 @@ class UniLMHubInterface(GeneratorHubInterface):
             penalty included), ``positional_scores`` (the log-probability of each token, natural log),
             ``alignment`` and ``attention``.
         """
+        settings = self._decoding_settings(
+            beam=beam, lenpen=lenpen, no_repeat_ngram_size=no_repeat_ngram_size, min_len=min_len,
+            max_len_a=max_len_a, max_len_b=max_len_b,
+        )  # fmt: skip
+        beam = settings["beam"]
         if not 1 <= nbest <= beam:
             raise ValueError(
                 f"nbest={nbest} needs 1 <= nbest <= beam (beam={beam}): the search keeps beam hypotheses "
@@ -167,9 +204,8 @@ class UniLMHubInterface(GeneratorHubInterface):
         texts = all(isinstance(x, str) for x in inputs)
         tokens = [self.encode(x) for x in inputs] if texts else list(inputs)
         options.update(
-            beam=beam, lenpen=lenpen, no_repeat_ngram_size=no_repeat_ngram_size, min_len=min_len,
-            max_len_a=max_len_a, max_len_b=max_len_b, nbest=nbest, sampling=sampling,
-            sampling_topk=sampling_topk, sampling_topp=sampling_topp, temperature=temperature,
+            **settings, nbest=nbest, sampling=sampling, sampling_topk=sampling_topk,
+            sampling_topp=sampling_topp, temperature=temperature,
         )  # fmt: skip
         # task options: passed only when given, so tasks without them keep working
         conventions = {"lenpen_style": lenpen_style, "no_repeat_ngram_exempt": no_repeat_ngram_exempt}
@@ -186,6 +222,22 @@ class UniLMHubInterface(GeneratorHubInterface):
             decoded = [[self.decode(h["tokens"]) for h in hypos] for hypos in hypotheses]
             hypotheses = [d[0] for d in decoded] if nbest == 1 else decoded
         return hypotheses[0] if single else hypotheses
+
+    def _decoding_settings(self, **given) -> Dict:
+        """The call's decoding settings: given, else the model folder's, else the built-in defaults."""
+        builtin = {
+            "beam": 5, "lenpen": 1.0, "no_repeat_ngram_size": 0, "min_len": 1, "max_len_a": 0,
+            "max_len_b": self._target_limit(),
+        }  # fmt: skip
+        return {
+            key: value if value is not None else self.generation_defaults.get(key, builtin[key])
+            for key, value in given.items()
+        }
+
+    def _target_limit(self) -> int:
+        """The longest output the model was trained for: the task's ``--max-target-positions``."""
+        limit = getattr(self.cfg.task, "max_target_positions", None)
+        return int(limit) if limit else 200
 
     def _generate_tokens(
         self,
@@ -371,6 +423,26 @@ class UniLMHubInterface(GeneratorHubInterface):
 
 
 UniLMModel = UniLMHubInterface  # the name of the first releases
+
+
+def read_generation_defaults(model_dir: str) -> Dict:
+    """The model folder's ``generation.json`` (``{}`` when it has none); a broken one is an error."""
+    path = os.path.join(model_dir, GENERATION_FILE)
+    if not os.path.isfile(path):
+        return {}
+    try:
+        with open(path, encoding="utf-8") as f:
+            defaults = json.load(f)
+    except (OSError, ValueError) as err:
+        raise ValueError(f"{path}: not a JSON object of decoding settings ({err})") from err
+    if not isinstance(defaults, dict):
+        raise ValueError(f"{path}: not a JSON object of decoding settings")
+    unknown = sorted(set(defaults) - GENERATION_KEYS)
+    if unknown:
+        raise ValueError(
+            f"{path}: unknown setting {unknown[0]!r} (known: {', '.join(sorted(GENERATION_KEYS))})"
+        )
+    return defaults
 
 
 def _local_bpe_files(model_dir: str, kwargs: Dict) -> Dict[str, str]:
