@@ -25,15 +25,19 @@ def scripts():
 
 def checkout_state():
     """What git sees in the checkout, ignored files included: any file a script makes shows here."""
-    return subprocess.run(
+    lines = subprocess.run(
         ["git", "status", "--porcelain", "--ignored", "--untracked-files=all"],
         cwd=REPO, capture_output=True, text=True, check=True,
-    ).stdout  # fmt: skip
+    ).stdout.splitlines()  # fmt: skip
+    # Python's bytecode caches come and go with any import (other tests write them too)
+    return [line for line in lines if "__pycache__" not in line and not line.endswith(".pyc")]
 
 
 def ask_for_help(script, flag, folder):
     runner = ["bash"] if script.endswith(".sh") else [sys.executable]
-    env = dict(os.environ, HOME=str(folder), PYTHONPATH=REPO, PYTHONWARNINGS="ignore")
+    env = dict(
+        os.environ, HOME=str(folder), PYTHONPATH=REPO, PYTHONWARNINGS="ignore", PYTHONDONTWRITEBYTECODE="1"
+    )
     return subprocess.run(
         [*runner, os.path.join(REPO, script), flag],
         cwd=folder, env=env, capture_output=True, text=True, timeout=120,
