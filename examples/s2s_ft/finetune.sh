@@ -5,10 +5,14 @@
 #
 #   bash examples/s2s_ft/finetune.sh DATA_DIR WORK_DIR [extra fairseq-train flags]
 #
-# DATA_DIR holds raw text, one example per line: {train,valid,test}.{src,tgt}. Any DATA_DIR/test.NAME.hyp
-# (one hypothesis per test pair) is scored as a baseline row NAME; without test.lead.hyp the lead row is
-# each test source's first sentence. Every step is a plain fairseq (or scripts/) command, printed before it
-# runs ("+ ..."), so a run can be repeated or changed by hand.
+# DATA_DIR holds raw text, one example per line: {train,valid,test}.{src,tgt}; or row files as the
+# Hugging Face datasets library exports them ({split}.jsonl, .json or .parquet, read by
+# scripts/prepare_seq2seq_data.py with SOURCE_FIELD and TARGET_FIELD [the known layouts': document/summary,
+# article/highlights ...]); or DATA_DIR is one such file, split by VALID_FRACTION and TEST_FRACTION [0.1
+# each] (scripts/split_rows.py, seeded by SEED). Any DATA_DIR/test.NAME.hyp (one hypothesis per test pair)
+# is scored as a baseline row NAME; without test.lead.hyp the lead row is each test source's first
+# sentence. Every step is a plain fairseq (or scripts/) command, printed before it runs ("+ ..."), so a
+# run can be repeated or changed by hand.
 #
 # Settings (environment; default in brackets). Sources: s2s-ft (Bao et al. 2021) Table 7 (fine-tuning) and
 # Table 8 (decoding); "choice" marks this project's choices for a small CPU budget, picked by the measured
@@ -58,6 +62,7 @@ shift 2
 : "${BATCH:=8}" "${LR:=3e-4}" "${WARMUP:=25}" "${MAX_SRC:=256}" "${MAX_TGT:=48}"
 : "${BEAM:=5}" "${LENPEN:=1.0}" "${MIN_LEN:=}" "${MAX_LEN:=48}" "${NO_REPEAT_NGRAM:=3}" "${GEN_BATCH:=32}"
 : "${SEED:=1}" "${STAGES:=convert,tokenize,binarize,train,generate,score}" "${FRESH:=0}"
+: "${SOURCE_FIELD:=}" "${TARGET_FIELD:=}" "${VALID_FRACTION:=0.1}" "${TEST_FRACTION:=0.1}"
 : "${VALID_EVERY:=$(( (UPDATES + 1) / 2 ))}" "${CKPT:=best}"
 : "${CPU:=$(python -c 'import torch; print(0 if torch.cuda.is_available() else 1)')}"
 
@@ -106,6 +111,46 @@ if [ -n "$PRETRAINED" ] && [ ! -f "$(dirname "$PRETRAINED")/dict.txt" ]; then
   echo "error: PRETRAINED=$PRETRAINED: no dict.txt beside it (the convert stage copies it)" >&2; exit 2; fi
 need_plain_path DATA
 need_plain_path WORK
+need_fraction() {  # NAME: a number in [0, 1)
+  if ! python -c "import sys; sys.exit(not 0 <= float(sys.argv[1]) < 1)" "${!1}" 2>/dev/null; then
+    echo "error: $1=${!1} must be a number at least 0 and below 1" >&2; exit 2; fi
+}
+need_fraction VALID_FRACTION
+need_fraction TEST_FRACTION
+# row files (JSON lines, JSON, Parquet: one file to split, or a folder of {split} files) become text pairs
+rows=""
+if [ -f "$DATA" ]; then
+  rows=$WORK/rows
+elif [ -d "$DATA" ] && [ ! -f "$DATA/train.src" ]; then
+  for ext in jsonl json parquet; do
+    if compgen -G "$DATA/train*.$ext" > /dev/null; then rows=$DATA; fi
+  done
+fi
+if [ -n "$rows" ]; then
+  mkdir -p "$WORK/logs"
+  if [ -f "$DATA" ]; then
+    echo "== split $DATA: valid $VALID_FRACTION, test $TEST_FRACTION of the rows (seed $SEED)"
+    printf '+ %s\n' "python scripts/split_rows.py $DATA $rows --valid-fraction $VALID_FRACTION --test-fraction $TEST_FRACTION --seed $SEED" >&2
+    python "$REPO/scripts/split_rows.py" "$DATA" "$rows" --valid-fraction "$VALID_FRACTION" \
+      --test-fraction "$TEST_FRACTION" --seed "$SEED" > "$WORK/logs/rows.log" 2>&1 || {
+      grep -E "error" "$WORK/logs/rows.log" >&2 || tail -n 5 "$WORK/logs/rows.log" >&2
+      exit 1
+    }
+  fi
+  fields=()
+  if [ -n "$SOURCE_FIELD" ]; then fields+=(--source-field "$SOURCE_FIELD"); fi
+  if [ -n "$TARGET_FIELD" ]; then fields+=(--target-field "$TARGET_FIELD"); fi
+  echo "== row files in $rows -> text pairs in $WORK/data"
+  printf '+ %s\n' "python scripts/prepare_seq2seq_data.py --format fields --input $rows --output $WORK/data ${fields[*]}" >&2
+  python "$REPO/scripts/prepare_seq2seq_data.py" --format fields --input "$rows" --output "$WORK/data" \
+    --sentence-separator none ${fields[@]+"${fields[@]}"} >> "$WORK/logs/rows.log" 2>&1 || {
+    echo "error: the row files could not be read; the end of $WORK/logs/rows.log:" >&2
+    tail -n 5 "$WORK/logs/rows.log" >&2
+    exit 1
+  }
+  grep -E "rows -> train|pairs -> " "$WORK/logs/rows.log" | sed -E 's/^.*\| //; s/^[A-Z]+:[a-z_]+://; s/^/   /' || true
+  DATA=$WORK/data
+fi
 require_pair_files "$DATA" "DATA_DIR needs {train,valid,test}.{src,tgt}"
 python "$REPO/scripts/check_pairs.py" "$DATA"
 mkdir -p "$WORK"

@@ -9,10 +9,12 @@ import torch
 from unilm_fairseq.checkpoint.converted import load_converted_weights
 from unilm_fairseq.checkpoint.fitting import (
     VOCABULARY_HINT,
+    WIDTH_HINT,
     CheckpointMismatch,
     Fit,
     check_fits,
     load_fitting_state,
+    token_table_hint,
 )
 from unilm_fairseq.checkpoint.palm_init import load_palm_weights, load_unilmv2_encoder
 from unilm_fairseq.checkpoint.stage_init import load_encoder_from_checkpoint
@@ -105,6 +107,20 @@ def test_hints_name_the_problem_and_advice_is_always_given():
     with pytest.raises(CheckpointMismatch) as error:
         check_fits(model, tensors(tokens=(5, 2)), source="x.pt", hints=hints)
     assert VOCABULARY_HINT not in str(error.value)  # the token table fits
+
+
+def test_the_token_table_hint_names_width_or_vocabulary():
+    model = tensors(tokens=(5, 4))
+    hints = {"tokens": token_table_hint}
+    with pytest.raises(CheckpointMismatch) as error:
+        check_fits(model, tensors(tokens=(5, 8)), source="x.pt", hints=hints)  # same vocabulary, wider
+    assert str(error.value).endswith(WIDTH_HINT) and VOCABULARY_HINT not in str(error.value)
+    with pytest.raises(CheckpointMismatch) as error:
+        check_fits(model, tensors(tokens=(6, 4)), source="x.pt", hints=hints)
+    assert str(error.value).endswith(VOCABULARY_HINT)
+    with pytest.raises(CheckpointMismatch) as error:
+        check_fits(model, {}, source="x.pt", hints=hints)  # missing: the vocabulary hint, as before
+    assert str(error.value).endswith(VOCABULARY_HINT)
 
 
 def test_long_lists_are_cut_and_counted():

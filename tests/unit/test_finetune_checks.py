@@ -1,5 +1,6 @@
 """finetune.sh checks its settings and its input files before its first stage (scripts/check_pairs.py)."""
 
+import json
 import os
 import subprocess
 import sys
@@ -12,6 +13,7 @@ sys.path.insert(0, os.path.join(REPO, "scripts"))
 import check_pairs  # noqa: E402
 
 FINETUNE = os.path.join(REPO, "examples", "s2s_ft", "finetune.sh")
+SPLITS = ("train", "valid", "test")
 
 
 def write_pairs(folder, lines=3, **overrides):
@@ -165,3 +167,45 @@ def test_text_that_is_wordpiece_tokenized_already_is_warned_about(tmp_path, caps
     assert "train.src: 3 of 3 lines hold '##' pieces" in err and "train.tgt" not in err
     clean = write_pairs(tmp_path / "clean", **{"train.src": b"a # b\nc ## d\nC## code\n"})
     assert check_pairs.main([str(clean)]) == 0 and "warning" not in capsys.readouterr().err
+
+
+def write_rows(path, count, source="document", target="summary", bad_lines=0):
+    lines = [json.dumps({source: f"source text number {i} .", target: f"summary {i}"}) for i in range(count)]
+    path.write_text("\n".join(lines + ["{not json"] * bad_lines) + "\n")
+    return path
+
+
+def test_one_row_file_is_split_and_made_into_text_pairs(tmp_path):
+    rows, work = write_rows(tmp_path / "rows.jsonl", 20, bad_lines=1), tmp_path / "work"
+    result = finetune(rows, work, STAGES="score")  # the score stage alone fails later: no generation yet
+    counts = {split: len((work / "data" / f"{split}.src").read_text().splitlines()) for split in SPLITS}
+    assert counts == {"train": 16, "valid": 2, "test": 2}, result.stderr
+    for split in SPLITS:  # pairs stay pairs through the shuffle
+        sources = (work / "data" / f"{split}.src").read_text().splitlines()
+        targets = (work / "data" / f"{split}.tgt").read_text().splitlines()
+        assert [s.split()[3] for s in sources] == [t.split()[1] for t in targets]
+    assert "20 rows -> train 16, valid 2, test 2" in result.stdout
+    assert "1 lines skipped" in (work / "logs" / "rows.log").read_text()
+    # the same seed splits the same way
+    finetune(rows, tmp_path / "again", STAGES="score")
+    assert (tmp_path / "again" / "data" / "test.src").read_text() == (work / "data" / "test.src").read_text()
+
+
+def test_a_folder_of_row_files_in_a_known_layout_is_read(tmp_path):
+    folder, work = tmp_path / "rows", tmp_path / "work"
+    folder.mkdir()
+    for split, count in (("train", 6), ("validation", 2), ("test", 3)):
+        write_rows(folder / f"{split}.jsonl", count, source="article", target="highlights")
+    finetune(folder, work, STAGES="score")
+    assert len((work / "data" / "test.tgt").read_text().splitlines()) == 3
+    assert (work / "data" / "valid.src").read_text().startswith("source text number 0")
+
+
+def test_too_few_rows_to_split_is_an_error(tmp_path):
+    result = finetune(write_rows(tmp_path / "rows.jsonl", 2), tmp_path / "work", STAGES="score")
+    assert result.returncode == 1 and "cannot give a train split" in result.stdout + result.stderr
+    result = finetune(tmp_path / "rows.jsonl", tmp_path / "w2", TEST_FRACTION="1.5")
+    assert (
+        result.returncode == 2
+        and "TEST_FRACTION=1.5 must be a number at least 0 and below 1" in result.stderr
+    )

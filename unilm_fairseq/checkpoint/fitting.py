@@ -11,7 +11,7 @@ prefixes ending in ``"."``.
 
 import logging
 from dataclasses import dataclass, field
-from typing import Iterable, List, Mapping, Optional, Sequence, Tuple
+from typing import Callable, Iterable, List, Mapping, Optional, Sequence, Tuple, Union
 
 from torch import Tensor
 
@@ -24,6 +24,17 @@ VOCABULARY_HINT = (
 )
 
 Mismatch = Tuple[str, Tuple[int, ...], Tuple[int, ...]]  # key, shape in the checkpoint, shape in the model
+WIDTH_HINT = (
+    "the token embeddings have the dictionary's size but another width: the model was built with other "
+    "sizes than the checkpoint's; give its architecture flags (model_args.txt beside a converted checkpoint)"
+)
+
+
+def token_table_hint(mismatch: Optional[Mismatch]) -> str:
+    """The hint for a token table that does not fit: a vocabulary of another size, or another width."""
+    if mismatch is not None and mismatch[1][:1] == mismatch[2][:1]:
+        return WIDTH_HINT
+    return VOCABULARY_HINT
 
 
 def matches(key: str, names: Iterable[str]) -> bool:
@@ -74,7 +85,7 @@ def check_fits(
     target: str = "this model",
     allowed_missing: Iterable[str] = (),
     allowed_unexpected: Iterable[str] = (),
-    hints: Optional[Mapping[str, str]] = None,
+    hints: Optional[Mapping[str, Union[str, Callable[[Optional[Mismatch]], str]]]] = None,
     advice: Optional[str] = None,
 ) -> Fit:
     """Check that ``loaded_state`` (read from ``source``) fits ``model_state``: same keys, same shapes.
@@ -86,7 +97,8 @@ def check_fits(
         allowed_missing: keys or ``"prefix."`` es of ``model_state`` that ``loaded_state`` may lack.
         allowed_unexpected: keys or prefixes of ``loaded_state`` that ``model_state`` may lack.
         hints: key or prefix -> a sentence added to the error when such a key is missing, unexpected or
-            of another shape (e.g. :data:`VOCABULARY_HINT` for a token table).
+            of another shape (e.g. :data:`VOCABULARY_HINT`), or a function of that key's shape mismatch
+            (None when it is missing or extra) that returns the sentence (:func:`token_table_hint`).
         advice: a sentence added to any error.
     Returns:
         the allowed missing and extra keys that were found.
@@ -109,7 +121,12 @@ def check_fits(
     ]
     if missing or unexpected or mismatched:
         problems = missing + unexpected + [k for k, _, _ in mismatched]
-        notes = [hint for name, hint in (hints or {}).items() if any(matches(k, (name,)) for k in problems)]
+        by_key = {m[0]: m for m in mismatched}
+        notes = []
+        for name, hint in (hints or {}).items():
+            hit = [k for k in problems if matches(k, (name,))]
+            if hit:
+                notes.append(hint(by_key.get(hit[0])) if callable(hint) else hint)
         raise CheckpointMismatch(
             source, target, missing, unexpected, mismatched, notes + ([advice] if advice else [])
         )

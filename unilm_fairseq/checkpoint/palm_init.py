@@ -12,7 +12,7 @@ from ..data.dictionary import load_dictionary_with_mask
 from ..models import palm, unilmv2
 from ..models.palm import DECODER, ENCODER, SOURCE_POSITION_TABLE, TARGET_POSITION_TABLE, TOKEN_TABLE
 from ..modules.transformer import LAYER_PARTS, LM_HEAD_PARTS
-from .fitting import VOCABULARY_HINT, check_fits, load_fitting_state
+from .fitting import check_fits, load_fitting_state, token_table_hint
 from .stage_init import summarize
 
 logger = logging.getLogger(__name__)
@@ -49,7 +49,7 @@ def load_palm_weights(model, path: str, ablation: Optional[str] = None) -> None:
     own = model.state_dict()
     if TOKEN_TABLE not in state:
         raise ValueError(f"{path} is not a palm checkpoint (it has no {TOKEN_TABLE})")
-    hints = {TOKEN_TABLE: VOCABULARY_HINT}
+    hints = {TOKEN_TABLE: token_table_hint}
     check_fits({TOKEN_TABLE: own[TOKEN_TABLE]}, {TOKEN_TABLE: state[TOKEN_TABLE]}, source=path, hints=hints)
     for key in POSITION_TABLES:
         if key in state and key in own and state[key].size(0) != own[key].size(0):
@@ -196,7 +196,7 @@ def load_unilmv2_encoder(model, state: Dict[str, Tensor], path: str) -> None:
     tokens = state.get(unilmv2.TOKEN_TABLE)
     if tokens is None:
         raise ValueError(f"{path} is not a unilmv2 checkpoint (no {unilmv2.TOKEN_TABLE})")
-    hints = {TOKEN_TABLE: VOCABULARY_HINT}
+    hints = {TOKEN_TABLE: token_table_hint}
     check_fits({TOKEN_TABLE: own[TOKEN_TABLE]}, {TOKEN_TABLE: tokens}, source=path, hints=hints)
     new[TOKEN_TABLE] = tokens
     positions = state[unilmv2.POSITION_TABLE]

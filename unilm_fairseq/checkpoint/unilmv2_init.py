@@ -10,7 +10,7 @@ from fairseq.utils import safe_getattr
 from .. import seq2seq_layout
 from ..models.unilmv2 import SEGMENT_TABLE, TOKEN_TABLE
 from .converted import TYPE_ID_KEYS, converted_type_ids
-from .fitting import VOCABULARY_HINT, check_fits, load_fitting_state
+from .fitting import check_fits, load_fitting_state, token_table_hint
 
 logger = logging.getLogger(__name__)
 
@@ -39,7 +39,7 @@ def load_pretrained_weights(model, path: str) -> None:
         have, need = state[SEGMENT_TABLE].size(0), own[SEGMENT_TABLE].size(0)
         logger.info("segment ids %d..%d are new: keeping their fresh initialization", have, need - 1)
         state[SEGMENT_TABLE] = torch.cat([state[SEGMENT_TABLE], own[SEGMENT_TABLE][have:]])
-    hints = {TOKEN_TABLE: VOCABULARY_HINT}
+    hints = {TOKEN_TABLE: token_table_hint}
     if TOKEN_TABLE in state:  # the vocabulary first: its error says what to do
         check_fits(
             {TOKEN_TABLE: own[TOKEN_TABLE]}, {TOKEN_TABLE: state[TOKEN_TABLE]}, source=path, hints=hints
