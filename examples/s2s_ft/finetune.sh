@@ -42,6 +42,8 @@
 #   MAX_LEN [48: Table 8, XSum]  NO_REPEAT_NGRAM (trigram blocking) [3]
 #   GEN_BATCH   test pairs per generation batch [32]
 #   SEED [1]    STAGES  steps to run, comma-separated [convert,tokenize,binarize,train,generate,score]
+#   EVAL_ROUGE  1: validation also decodes the valid set with the settings below and logs its ROUGE
+#               (--eval-rouge); the best checkpoint is the one with the highest ROUGE-L [0]
 #   FRESH       1: delete WORK_DIR/checkpoints and train from the start; 0: a re-run resumes from
 #               checkpoint_last.pt there, as fairseq-train does, so an interrupted run goes on [0]
 #   CPU         1: train and generate on the CPU even if CUDA is available [1 when no GPU is visible]
@@ -61,7 +63,7 @@ shift 2
 : "${INIT:=pretrained}" "${PRETRAINED:=}" "${METHOD:=pseudo_masked}" "${UPDATES:=250}" "${MINUTES:=}"
 : "${BATCH:=8}" "${LR:=3e-4}" "${WARMUP:=25}" "${MAX_SRC:=256}" "${MAX_TGT:=48}"
 : "${BEAM:=5}" "${LENPEN:=1.0}" "${MIN_LEN:=}" "${MAX_LEN:=48}" "${NO_REPEAT_NGRAM:=3}" "${GEN_BATCH:=32}"
-: "${SEED:=1}" "${STAGES:=convert,tokenize,binarize,train,generate,score}" "${FRESH:=0}"
+: "${SEED:=1}" "${STAGES:=convert,tokenize,binarize,train,generate,score}" "${FRESH:=0}" "${EVAL_ROUGE:=0}"
 : "${SOURCE_FIELD:=}" "${TARGET_FIELD:=}" "${VALID_FRACTION:=0.1}" "${TEST_FRACTION:=0.1}"
 : "${VALID_EVERY:=$(( (UPDATES + 1) / 2 ))}" "${CKPT:=best}"
 : "${CPU:=$(python -c 'import torch; print(0 if torch.cuda.is_available() else 1)')}"
@@ -78,6 +80,7 @@ need_choice INIT pretrained random
 need_choice METHOD pseudo_masked masked causal
 need_choice CPU 0 1
 need_choice FRESH 0 1
+need_choice EVAL_ROUGE 0 1
 need_whole UPDATES 1
 need_whole VALID_EVERY 1
 need_whole BATCH 1
@@ -183,6 +186,17 @@ quiet() {
 }
 # show LOG PATTERN: the lines of LOG that sum a stage up, without their logging prefix
 show() { grep -E "$2" "$1" | sed -E 's/^([0-9-]+ [0-9:,]+ \| )?[A-Z]+( \||:)[^|:]*(\||:) ?/   /' || true; }
+# derive_min_len: unless MIN_LEN is set, the 5th percentile of the tokenized training targets' lengths
+derive_min_len() {
+  if [ -n "$MIN_LEN" ]; then return; fi
+  if [ ! -s "$WORK/text/train.tgt" ]; then
+    echo "error: MIN_LEN is derived from $WORK/text/train.tgt (the tokenize stage writes it): set MIN_LEN" >&2
+    exit 2
+  fi
+  MIN_LEN=$(awk '{print NF}' "$WORK/text/train.tgt" | sort -n | awk -v max="$MAX_LEN" \
+    '{n[NR] = $1} END {v = n[int(NR * 0.05) + 1]; print (v > max ? max : v)}')
+  echo "== MIN_LEN=$MIN_LEN: the 5th percentile of the training targets' lengths in tokens (set MIN_LEN to choose)"
+}
 MODEL=$WORK/model
 DEVICE=()
 if [ "$CPU" = 1 ]; then DEVICE=(--cpu); fi
@@ -267,6 +281,12 @@ if stage train; then
     --save-interval-updates "$VALID_EVERY" --validate-interval-updates "$VALID_EVERY" --keep-interval-updates 1 \
     --seed "$SEED" --num-workers 0 \
     --log-format simple --log-interval 5 ${DEVICE[@]+"${DEVICE[@]}"} "$@")
+  if [ "$EVAL_ROUGE" = 1 ]; then  # validation decodes with the test settings; the best checkpoint by ROUGE-L
+    derive_min_len
+    train_command+=(--eval-rouge --eval-rouge-detok wordpiece --eval-rouge-args
+      "{\"beam\": $BEAM, \"lenpen\": $LENPEN, \"min_len\": $MIN_LEN, \"max_len_b\": $MAX_LEN, \"no_repeat_ngram_size\": $NO_REPEAT_NGRAM}"
+      --best-checkpoint-metric rouge_l --maximize-best-checkpoint-metric)
+  fi
   printf '+ %s\n' "${train_command[*]}" >&2
   if ! "${train_command[@]}" 2>&1 | tee "$LOGS/train.log" | { grep --line-buffered -E "$train_lines" || true; }; then
     echo "error: fairseq-train failed; the end of $LOGS/train.log:" >&2
@@ -280,15 +300,7 @@ if stage generate; then
     best | last) CHECKPOINT_FILE=$SAVE/checkpoint_$CKPT.pt ;;
     *) CHECKPOINT_FILE=$CKPT ;;
   esac
-  if [ -z "$MIN_LEN" ]; then
-    if [ ! -s "$WORK/text/train.tgt" ]; then
-      echo "error: MIN_LEN is derived from $WORK/text/train.tgt (the tokenize stage writes it): set MIN_LEN" >&2
-      exit 2
-    fi
-    MIN_LEN=$(awk '{print NF}' "$WORK/text/train.tgt" | sort -n | awk -v max="$MAX_LEN" \
-      '{n[NR] = $1} END {v = n[int(NR * 0.05) + 1]; print (v > max ? max : v)}')
-    echo "== MIN_LEN=$MIN_LEN: the 5th percentile of the training targets' lengths in tokens (set MIN_LEN to choose)"
-  fi
+  derive_min_len
   echo "== generate the test set with $CHECKPOINT_FILE: beam $BEAM, length penalty $LENPEN," \
     "no repeated ${NO_REPEAT_NGRAM}-grams"
   QUIET_STDOUT=$WORK/generate-test.out quiet "$LOGS/generate.log" fairseq-generate "$WORK/bin" --user-dir "$REPO/unilm_fairseq" --task unilm_seq2seq \

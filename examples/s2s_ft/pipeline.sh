@@ -15,13 +15,16 @@
 #                  (required for a real run; empty trains from scratch, for smoke tests only) []
 #   DICT           the fairseq dict.txt that goes with PRETRAINED [$(dirname PRETRAINED)/dict.txt]
 #   TOKENIZER      wordpiece (BERT/UniLM vocab.txt), spm (sentencepiece model) or none [wordpiece]
-#   VOCAB          vocab.txt or spm.model [$(dirname PRETRAINED)/vocab.txt or .../spm.model]
+#   VOCAB          vocab.txt or spm.model [$(dirname PRETRAINED)/vocab.txt or .../spm.model; for wordpiece,
+#                  its dict.txt when there is no vocab.txt: scripts/convert_hf_checkpoint.py writes the
+#                  vocabulary one token a line there]
 #   LOWERCASE      1 lowercases (uncased models: unilm2-base/large-uncased, unilm1.2, MiniLM), 0 keeps case
 #                  and accents (cased models), auto lets a WordPiece vocabulary decide [1]
-#   ARCH           model architecture of PRETRAINED [unilmv2_base]
+#   ARCH           model architecture of PRETRAINED [the flags in model_args.txt beside PRETRAINED, which the
+#                  checkpoint importer writes; unilmv2_base without it]
 #   GPUS           GPUs fairseq-train uses [all visible]; with BATCH_PER_GPU and the recipe's TOTAL_BATCH
 #                  it sets --update-freq = TOTAL_BATCH / (GPUS * BATCH_PER_GPU), which must divide evenly
-#   FP16           1: train and decode with --fp16 (needs CUDA) [1]
+#   FP16           1: train and decode with --fp16 (needs CUDA) [1 when CUDA is available, else 0]
 #   SEED           random seed [1]
 #   WORKERS        fairseq-preprocess workers [8]
 #   CKPT           checkpoint to decode [WORK_DIR/checkpoints/checkpoint_last.pt: the end of the schedule]
@@ -69,11 +72,22 @@ s2s_ft_main() {
   : "${PYTHON:=python}" "${STAGES:=prepare,preprocess,train,generate,score}" "${PRETRAINED:=}"
   local model_dir
   model_dir=$(dirname "${PRETRAINED:-.}")
-  : "${DICT:=$model_dir/dict.txt}" "${TOKENIZER:=wordpiece}" "${LOWERCASE:=1}" "${ARCH:=unilmv2_base}"
-  : "${FP16:=1}" "${SEED:=1}" "${WORKERS:=8}" "${SCORING:=rouge}" "${EXTRA_PREP:=}"
+  : "${DICT:=$model_dir/dict.txt}" "${TOKENIZER:=wordpiece}" "${LOWERCASE:=1}"
+  : "${FP16:=$("$PYTHON" -c 'import torch; print(int(torch.cuda.is_available()))')}"
+  : "${SEED:=1}" "${WORKERS:=8}" "${SCORING:=rouge}" "${EXTRA_PREP:=}"
+  local arch_flags=(--arch "${ARCH:-unilmv2_base}")
+  if [ -z "${ARCH:-}" ] && [ -n "$PRETRAINED" ] && [ -f "$model_dir/model_args.txt" ]; then
+    # shellcheck disable=SC2207  # the importer's architecture flags are one line of words
+    arch_flags=($(cat "$model_dir/model_args.txt"))
+  fi
+
   : "${ADAM_EPS:=1e-6}" "${CLIP_NORM:=1.0}" "${DROPOUT:=0.1}" "${LENPEN_STYLE:=gnmt}"
   case $TOKENIZER in
-    wordpiece) : "${VOCAB:=$model_dir/vocab.txt}" ;;
+    wordpiece)
+      if [ -z "${VOCAB:-}" ] && [ ! -f "$model_dir/vocab.txt" ] && [ -f "$model_dir/dict.txt" ]; then
+        VOCAB=$model_dir/dict.txt
+      fi
+      : "${VOCAB:=$model_dir/vocab.txt}" ;;
     spm) : "${VOCAB:=$model_dir/spm.model}" ;;
     none) ;;
     *) echo "TOKENIZER must be wordpiece, spm or none, not $TOKENIZER" >&2; exit 2 ;;
@@ -116,7 +130,8 @@ s2s_ft_main() {
       echo "DICT=$DICT does not exist: fine-tuning needs the pre-trained model's dictionary" >&2
       exit 1
     fi
-    fairseq-preprocess --source-lang src --target-lang tgt \
+    # through the plugin's task, which reads the importer's dict.txt (one token a line, no counts)
+    fairseq-preprocess --user-dir "$user_dir" --task unilm_seq2seq --source-lang src --target-lang tgt \
       --trainpref "$text/train" --validpref "$text/valid" --testpref "$text/test" \
       --destdir "$bin" --workers "$WORKERS" "${dict_flags[@]}"
   fi
@@ -141,7 +156,7 @@ s2s_ft_main() {
     if [ "$FP16" = 1 ]; then train_flags+=(--fp16); fi
     echo "training: $steps updates ($warmup warm-up) of $TOTAL_BATCH examples" \
       "= $GPUS GPUs x $BATCH_PER_GPU x update-freq $(( TOTAL_BATCH / per_step ))" >&2
-    fairseq-train "$bin" --user-dir "$user_dir" --task unilm_seq2seq --arch "$ARCH" \
+    fairseq-train "$bin" --user-dir "$user_dir" --task unilm_seq2seq "${arch_flags[@]}" \
       --criterion unilm_seq2seq --label-smoothing "$LABEL_SMOOTHING" --finetune-method "$METHOD" \
       --max-source-positions "$MAX_SRC" --max-target-positions "$MAX_TGT" \
       --optimizer adam --adam-betas '(0.9, 0.999)' --adam-eps "$ADAM_EPS" --weight-decay "$WEIGHT_DECAY" \

@@ -167,3 +167,36 @@ def test_generate_keeps_last_partial_batch_and_takes_limits_from_checkpoint(copy
     assert sorted(sources) == list(range(13))
     for i, source in sources.items():
         assert [w for w in source if w in WORDS] == lines[i].split()[: 16 - SOURCE_SPECIALS], source
+
+
+def test_validation_on_rouge_picks_the_best_checkpoint_and_agrees_with_generate(copy_bin):
+    save = copy_bin / "ckpt-eval-rouge"
+    args = '{"beam": 2, "max_len_b": 8}'
+    train = run_cli(["fairseq-train", str(copy_bin / "bin"), "--user-dir", "unilm_fairseq", "--task",
+                     "unilm_seq2seq", "--arch", "unilmv2_tiny", "--criterion", "unilm_seq2seq",
+                     "--max-source-positions", "16", "--max-target-positions", "16", "--max-positions", "32",
+                     "--batch-size", "32", "--optimizer", "adam", "--lr", "3e-3", "--lr-scheduler",
+                     "inverse_sqrt", "--warmup-updates", "30", "--max-update", "150", "--dropout", "0",
+                     "--attention-dropout", "0", "--log-format", "simple", "--log-interval", "50", "--cpu",
+                     "--num-workers", "0", "--seed", "1", "--save-dir", str(save), "--no-epoch-checkpoints",
+                     "--validate-interval-updates", "50", "--save-interval-updates", "50",
+                     "--keep-interval-updates", "1", "--eval-rouge", "--eval-rouge-args", args,
+                     "--eval-rouge-detok", "none", "--best-checkpoint-metric", "rouge_l",
+                     "--maximize-best-checkpoint-metric"])  # fmt: skip
+    valid = [line for line in train.stdout.splitlines() if "valid on 'valid' subset" in line]
+    rouge_l = [float(re.search(r"\| rouge_l ([\d.]+)", line).group(1)) for line in valid]
+    best = [float(x) for x in re.findall(r"\| best_rouge_l ([\d.]+)", "\n".join(valid))]
+    assert len(rouge_l) >= 3 and rouge_l[-1] > rouge_l[0], valid
+    assert best and best[-1] == max(rouge_l), valid  # fairseq's best checkpoint follows rouge_l
+    # the logged score is what fairseq-generate gives the same checkpoint with the same options
+    out = run_cli(["fairseq-generate", str(copy_bin / "bin"), "--user-dir", "unilm_fairseq", "--task",
+                   "unilm_seq2seq", "--path", str(save / "checkpoint_last.pt"), "--gen-subset", "valid",
+                   "--beam", "2", "--max-len-b", "8", "--batch-size", "16", "--required-batch-size-multiple",
+                   "1", "--cpu"])  # fmt: skip
+    from unilm_fairseq.scoring.metrics import rouge_scores
+
+    hyps = dict(re.findall(r"^H-(\d+)\t\S+\t(.*)$", out.stdout, re.M))
+    refs = dict(re.findall(r"^T-(\d+)\t(.*)$", out.stdout, re.M))
+    ids = sorted(refs, key=int)
+    expected = 100 * rouge_scores([hyps[i] for i in ids], [refs[i] for i in ids])["rougeL"]
+    assert abs(rouge_l[-1] - expected) < 0.01, (rouge_l[-1], expected)

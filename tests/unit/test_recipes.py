@@ -561,6 +561,7 @@ def train_commands(stubs, tmp_path, recipe: str, gpus: int) -> List[List[str]]:
     (work / "text" / "train.src").write_text("a b c\n" * 1000)
     environ = clean_environment(PATH=f"{stubs}{os.pathsep}{os.environ['PATH']}", STAGES="train")
     environ["GPUS"] = str(gpus)
+    environ["FP16"] = "1"  # the configs are the GPU runs; without CUDA the s2s-ft recipes default to FP16=0
     if recipe.endswith("finetune.sh"):  # raw pairs and a converted model with its model_args.txt
         for name in ("train.src", "train.tgt", "valid.src", "valid.tgt", "test.src", "test.tgt"):
             (tmp_path / "bin").mkdir(exist_ok=True)

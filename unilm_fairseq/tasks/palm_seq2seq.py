@@ -20,12 +20,13 @@ from ..data.dictionary import load_dictionary_with_mask
 from ..data.skip_indices_dataset import SkipIndicesDataset
 from ..models.architecture_presets import prepare_model_config
 from .decoding_conventions import DecodingConventionsConfig, DecodingConventionsTask
+from .rouge_validation import RougeValidationConfig, RougeValidationTask
 
 logger = logging.getLogger(__name__)
 
 
 @dataclass
-class PALMSeq2SeqConfig(TranslationConfig, DecodingConventionsConfig):
+class PALMSeq2SeqConfig(TranslationConfig, DecodingConventionsConfig, RougeValidationConfig):
     pretrained_checkpoint: Optional[str] = field(
         default=None,
         metadata={
@@ -52,7 +53,7 @@ class PALMSeq2SeqConfig(TranslationConfig, DecodingConventionsConfig):
 
 
 @register_task("palm_seq2seq", dataclass=PALMSeq2SeqConfig)
-class PALMSeq2SeqTask(DecodingConventionsTask, TranslationTask):
+class PALMSeq2SeqTask(RougeValidationTask, DecodingConventionsTask, TranslationTask):
     """fairseq's translation task with PALM's conventions.
 
     One dictionary (with ``<mask>``, so its size matches pre-training) serves source and target; pairs

@@ -21,6 +21,7 @@ from ..models.architecture_presets import prepare_model_config
 from ..models.generation import check_decoding_positions, last_decoding_position
 from ..models.unilmv2 import check_seq2seq_segments
 from .decoding_conventions import DecodingConventionsConfig, DecodingConventionsTask, check_min_len_fits
+from .rouge_validation import RougeValidationConfig, RougeValidationTask
 from .shared_dictionary import SharedDictionaryTask
 
 logger = logging.getLogger(__name__)
@@ -36,7 +37,7 @@ AUTO = "auto"
 
 
 @dataclass
-class UniLMSeq2SeqConfig(DecodingConventionsConfig):
+class UniLMSeq2SeqConfig(DecodingConventionsConfig, RougeValidationConfig):
     data: str = field(
         default=MISSING,
         metadata={"help": "data directory from fairseq-preprocess with a joined (or shared) dictionary"},
@@ -100,7 +101,7 @@ class UniLMSeq2SeqConfig(DecodingConventionsConfig):
 
 
 @register_task("unilm_seq2seq", dataclass=UniLMSeq2SeqConfig)
-class UniLMSeq2SeqTask(DecodingConventionsTask, SharedDictionaryTask):
+class UniLMSeq2SeqTask(RougeValidationTask, DecodingConventionsTask, SharedDictionaryTask):
     """Fine-tune a bidirectional Transformer for generation with s2s-ft (Bao et al. 2021)."""
 
     default_criterion = "unilm_seq2seq"
