@@ -315,14 +315,9 @@ if stage generate; then
   if [ "$(dirname "$CHECKPOINT_FILE")" = "$SAVE" ]; then
     # the checkpoint folder becomes a model folder: UniLMModel.from_pretrained(WORK_DIR/checkpoints) loads it
     # with its dictionaries, tokenizer and these decoding settings, and generates from text
-    cp "$WORK/bin/dict.src.txt" "$WORK/bin/dict.tgt.txt" "$SAVE/"
-    cp "$MODEL/dict.txt" "$SAVE/vocab.txt"
-    python -c 'import json, sys; k = sys.argv[1::2]; v = sys.argv[2::2]
-print(json.dumps({"checkpoint": v[0], "bpe": "wordpiece", **{a: float(b) if a == "lenpen" else int(b) for a, b in zip(k[1:], v[1:])}}))' \
-      checkpoint "$(basename "$CHECKPOINT_FILE")" beam "$BEAM" lenpen "$LENPEN" min_len "$MIN_LEN" max_len_a 0 \
-      max_len_b "$MAX_LEN" no_repeat_ngram_size "$NO_REPEAT_NGRAM" > "$SAVE/generation.json"
-    echo "== model folder: $SAVE (dictionaries, vocab.txt, generation.json with these settings):" \
-      "UniLMModel.from_pretrained(\"$SAVE\").generate(\"text\")"
+    python "$REPO/scripts/write_model_folder.py" "$SAVE" --dicts "$WORK/bin" \
+      --checkpoint "$(basename "$CHECKPOINT_FILE")" --bpe wordpiece --bpe-file "$MODEL/dict.txt" --beam "$BEAM" \
+      --lenpen "$LENPEN" --min-len "$MIN_LEN" --max-len-b "$MAX_LEN" --no-repeat-ngram-size "$NO_REPEAT_NGRAM"
   fi
 fi
 

@@ -7,7 +7,8 @@
 #   prepare     scripts/prepare_seq2seq_data.py: RAW_DIR -> WORK_DIR/text/{train,valid,test}.{src,tgt}
 #   preprocess  fairseq-preprocess with the pre-trained model's dictionary -> WORK_DIR/bin
 #   train       fairseq-train --task unilm_seq2seq -> WORK_DIR/checkpoints
-#   generate    fairseq-generate on the test split -> WORK_DIR/gen.out
+#   generate    fairseq-generate on the test split -> WORK_DIR/gen.out; the checkpoint folder becomes a
+#               model folder (scripts/write_model_folder.py: UniLMModel.from_pretrained(WORK_DIR/checkpoints))
 #   score       scripts/score.py on gen.out (WordPiece joined with --detok wordpiece) -> WORK_DIR/scores.txt
 #
 # Variables every recipe shares (environment; default in brackets):
@@ -181,6 +182,15 @@ s2s_ft_main() {
       --lenpen-style "$LENPEN_STYLE" --no-repeat-ngram-size "$NO_REPEAT_NGRAM" --min-len "$MIN_LEN" \
       --max-len-a 0 --max-len-b "$MAX_LEN_B" \
       --required-batch-size-multiple 1 --scoring "$SCORING" ${gen_flags[@]+"${gen_flags[@]}"} > "$gen"
+    local decoded=${CKPT:-$save/checkpoint_last.pt} bpe_flags=(--bpe none)
+    if [ "$TOKENIZER" = wordpiece ]; then bpe_flags=(--bpe wordpiece --bpe-file "$VOCAB"); fi
+    if [ "$TOKENIZER" = spm ]; then bpe_flags=(--bpe sentencepiece --bpe-file "$VOCAB"); fi
+    if [ "$(dirname "$decoded")" = "$save" ]; then  # the checkpoint folder becomes a model folder
+      "$PYTHON" "$S2S_FT_REPO/scripts/write_model_folder.py" "$save" --dicts "$bin" \
+        --checkpoint "$(basename "$decoded")" "${bpe_flags[@]}" --beam "$BEAM" --lenpen "$LENPEN" \
+        --lenpen-style "$LENPEN_STYLE" --min-len "$MIN_LEN" --max-len-b "$MAX_LEN_B" \
+        --no-repeat-ngram-size "$NO_REPEAT_NGRAM" ${NGRAM_EXEMPT:+--no-repeat-ngram-exempt "$NGRAM_EXEMPT"}
+    fi
   fi
 
   if s2s_ft_stage score; then

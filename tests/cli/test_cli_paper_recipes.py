@@ -77,3 +77,10 @@ def test_paper_recipe_runs_from_an_importer_checkpoint(tmp_path, converted, reci
     hypotheses = [line for line in (work / "gen.out").read_text().splitlines() if line.startswith("H-")]
     assert len(hypotheses) == ROWS["test"]
     assert "ROUGE" in (work / "scores.txt").read_text()
+    # the checkpoint folder is a model folder with the recipe's decoding settings
+    settings = json.loads((work / "checkpoints" / "generation.json").read_text())
+    assert (settings["beam"], settings["max_len_b"], settings["lenpen_style"]) == (2, 5, "gnmt")
+    from unilm_fairseq import UniLMModel
+
+    model = UniLMModel.from_pretrained(str(work / "checkpoints"))
+    assert isinstance(model.generate("w1 w3 w5 w7"), str)

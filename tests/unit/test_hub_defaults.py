@@ -46,3 +46,35 @@ def test_given_settings_win_then_the_folders_then_the_builtin_ones(tmp_path):
     }  # fmt: skip
     # without a folder file, an output may be as long as the model's target positions, not 200 tokens
     assert hub({}, max_target_positions=32)._decoding_settings(**unset)["max_len_b"] == 32
+
+
+def write_folder(*args):
+    import subprocess
+    import sys
+
+    from ..helpers.cli import REPO
+
+    script = f"{REPO}/scripts/write_model_folder.py"
+    return subprocess.run([sys.executable, script, *map(str, args)], capture_output=True, text=True)
+
+
+def test_the_folder_writer_copies_what_loading_needs_and_refuses_what_is_missing(tmp_path):
+    (tmp_path / "bin").mkdir()
+    for side in ("src", "tgt"):
+        (tmp_path / "bin" / f"dict.{side}.txt").write_text("[PAD]\n")
+    (tmp_path / "ckpt").mkdir()
+    (tmp_path / "ckpt" / "checkpoint_best.pt").write_bytes(b"")
+    (tmp_path / "vocab").write_text("[PAD]\nword\n")
+    common = ["--dicts", tmp_path / "bin", "--checkpoint", "checkpoint_best.pt", "--beam", "4",
+              "--lenpen", "0.6", "--min-len", "3", "--max-len-b", "20",
+              "--no-repeat-ngram-size", "3"]  # fmt: skip
+    done = write_folder(tmp_path / "ckpt", *common, "--bpe", "wordpiece", "--bpe-file", tmp_path / "vocab",
+                        "--lenpen-style", "gnmt", "--no-repeat-ngram-exempt", ". ,")  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert (tmp_path / "ckpt" / "vocab.txt").read_text() == "[PAD]\nword\n"
+    settings = read_generation_defaults(str(tmp_path / "ckpt"))
+    assert settings["no_repeat_ngram_exempt"] == [".", ","] and settings["lenpen"] == 0.6
+    refused = write_folder(tmp_path / "ckpt", *common, "--bpe", "none", "--bpe-file", tmp_path / "vocab")
+    assert refused.returncode == 2 and "--bpe-file goes with" in refused.stderr
+    missing = write_folder(tmp_path / "ckpt", *common[:3], "checkpoint_last.pt", *common[4:], "--bpe", "none")
+    assert missing.returncode == 1 and "checkpoint_last.pt: no such file" in missing.stderr

@@ -57,7 +57,18 @@ REMOTE = ("http://", "https://")
 # a model folder's decoding settings (examples/s2s_ft/finetune.sh writes it beside the checkpoints)
 GENERATION_FILE = "generation.json"
 GENERATION_KEYS = frozenset(
-    {"checkpoint", "bpe", "beam", "lenpen", "min_len", "max_len_a", "max_len_b", "no_repeat_ngram_size"}
+    {
+        "checkpoint",
+        "bpe",
+        "beam",
+        "lenpen",
+        "lenpen_style",
+        "min_len",
+        "max_len_a",
+        "max_len_b",
+        "no_repeat_ngram_size",
+        "no_repeat_ngram_exempt",
+    }
 )
 
 Text = Union[str, Sequence[str]]
@@ -208,7 +219,14 @@ class UniLMHubInterface(GeneratorHubInterface):
             sampling_topp=sampling_topp, temperature=temperature,
         )  # fmt: skip
         # task options: passed only when given, so tasks without them keep working
-        conventions = {"lenpen_style": lenpen_style, "no_repeat_ngram_exempt": no_repeat_ngram_exempt}
+        conventions = {
+            "lenpen_style": lenpen_style
+            if lenpen_style is not None
+            else self.generation_defaults.get("lenpen_style"),
+            "no_repeat_ngram_exempt": no_repeat_ngram_exempt
+            if no_repeat_ngram_exempt is not None
+            else self.generation_defaults.get("no_repeat_ngram_exempt"),
+        }
         conventions = {key: value for key, value in conventions.items() if value is not None}
         hypotheses = [
             h[:nbest] for h in self._generate_tokens(tokens, options, batch_size, max_tokens, conventions)

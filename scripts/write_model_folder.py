@@ -1,0 +1,82 @@
+#!/usr/bin/env python
+"""Make a checkpoint folder a model folder: ``UniLMModel.from_pretrained(FOLDER)`` then loads it with one
+argument and generates from text with the settings the test set was decoded with.
+
+    python scripts/write_model_folder.py WORK/checkpoints --dicts WORK/bin --checkpoint checkpoint_best.pt \\
+        --bpe wordpiece --bpe-file MODEL/dict.txt --beam 5 --lenpen 1.0 --min-len 20 --max-len-b 48 \\
+        --no-repeat-ngram-size 3
+
+Copies the binarized data's ``dict.src.txt`` and ``dict.tgt.txt`` and the tokenizer's file (as
+``vocab.txt`` for WordPiece, ``spm.model`` for sentencepiece) into FOLDER, and writes ``generation.json``:
+the checkpoint to load, the tokenizer and the decoding settings (``unilm_fairseq/hub/unilm.py`` reads
+it). The recipes run this after their generate stage.
+"""
+
+import argparse
+import json
+import os
+import shutil
+import sys
+
+BPE_FILE_NAMES = {"wordpiece": "vocab.txt", "sentencepiece": "spm.model"}
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("folder", help="the checkpoint folder (fairseq's --save-dir)")
+    parser.add_argument(
+        "--dicts", required=True, help="the binarized data folder (dict.src.txt, dict.tgt.txt)"
+    )
+    parser.add_argument("--checkpoint", required=True, help="the checkpoint file in FOLDER that was decoded")
+    parser.add_argument("--bpe", choices=["wordpiece", "sentencepiece", "none"], required=True)
+    parser.add_argument("--bpe-file", help="the WordPiece vocabulary or sentencepiece model (not for none)")
+    parser.add_argument("--beam", type=int, required=True)
+    parser.add_argument("--lenpen", type=float, required=True)
+    parser.add_argument("--lenpen-style", choices=["fairseq", "gnmt"])
+    parser.add_argument("--min-len", type=int, required=True)
+    parser.add_argument("--max-len-a", type=float, default=0)
+    parser.add_argument("--max-len-b", type=int, required=True)
+    parser.add_argument("--no-repeat-ngram-size", type=int, required=True)
+    parser.add_argument("--no-repeat-ngram-exempt", help="space-separated symbols never blocked")
+    args = parser.parse_args(argv)
+    if (args.bpe == "none") != (args.bpe_file is None):
+        parser.error("--bpe-file goes with --bpe wordpiece or sentencepiece, and only with them")
+    needed = [os.path.join(args.dicts, f"dict.{side}.txt") for side in ("src", "tgt")]
+    needed += [os.path.join(args.folder, args.checkpoint)] + ([args.bpe_file] if args.bpe_file else [])
+    missing = [path for path in needed if not os.path.isfile(path)]
+    if missing:
+        print(f"error: {missing[0]}: no such file", file=sys.stderr)
+        return 1
+    for path in needed[:2]:
+        shutil.copyfile(path, os.path.join(args.folder, os.path.basename(path)))
+    if args.bpe_file:
+        shutil.copyfile(args.bpe_file, os.path.join(args.folder, BPE_FILE_NAMES[args.bpe]))
+    settings = {
+        "checkpoint": args.checkpoint,
+        "bpe": None if args.bpe == "none" else args.bpe,
+        "beam": args.beam,
+        "lenpen": args.lenpen,
+        "min_len": args.min_len,
+        "max_len_a": args.max_len_a,
+        "max_len_b": args.max_len_b,
+        "no_repeat_ngram_size": args.no_repeat_ngram_size,
+    }
+    if args.lenpen_style:
+        settings["lenpen_style"] = args.lenpen_style
+    if args.no_repeat_ngram_exempt:
+        settings["no_repeat_ngram_exempt"] = args.no_repeat_ngram_exempt.split()
+    settings = {key: value for key, value in settings.items() if value is not None}
+    with open(os.path.join(args.folder, "generation.json"), "w", encoding="utf-8") as f:
+        json.dump(settings, f)
+        f.write("\n")
+    print(
+        f"== model folder: {args.folder} (dictionaries, tokenizer, generation.json): "
+        f'UniLMModel.from_pretrained("{args.folder}").generate("text")'
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
