@@ -159,7 +159,7 @@ def test_mismatches_are_clear_errors(converted, tmp_path):
     cases = [
         (["--encoder-attention-heads", "8"], "4 attention heads per layer but the encoder has 8"),
         (["--encoder-layers", "3"], "2 layers but the encoder has 3"),
-        (["--encoder-embed-dim", "32"], "token embeddings are"),
+        (["--encoder-embed-dim", "32"], "the dictionary.s size but another width"),
         (["--encoder-ffn-embed-dim", "80"], "hidden or FFN size"),
     ]
     cfg = PALMPretrainConfig(data=str(data), max_fragment_tokens=MAX_FRAGMENT, pretrained_encoder=path)
