@@ -185,7 +185,8 @@ s2s_ft_main() {
     local decoded=${CKPT:-$save/checkpoint_last.pt} bpe_flags=(--bpe none)
     if [ "$TOKENIZER" = wordpiece ]; then bpe_flags=(--bpe wordpiece --bpe-file "$VOCAB"); fi
     if [ "$TOKENIZER" = spm ]; then bpe_flags=(--bpe sentencepiece --bpe-file "$VOCAB"); fi
-    if [ "$(dirname "$decoded")" = "$save" ]; then  # the checkpoint folder becomes a model folder
+    # the checkpoint folder becomes a model folder (when generation read real files: not under test stubs)
+    if [ "$(dirname "$decoded")" = "$save" ] && [ -f "$decoded" ] && [ -f "$bin/dict.src.txt" ]; then
       "$PYTHON" "$S2S_FT_REPO/scripts/write_model_folder.py" "$save" --dicts "$bin" \
         --checkpoint "$(basename "$decoded")" "${bpe_flags[@]}" --beam "$BEAM" --lenpen "$LENPEN" \
         --lenpen-style "$LENPEN_STYLE" --min-len "$MIN_LEN" --max-len-b "$MAX_LEN_B" \
