@@ -67,18 +67,20 @@ def main(argv=None) -> int:
     except (ValueError, ImportError) as err:
         print(f"error: {err}", file=sys.stderr)
         return 1
+    # the shuffled order's first rows are test, the next valid, the rest train
     order = list(range(len(rows)))
     random.Random(args.seed).shuffle(order)
-    test, valid = set(order[: sizes[2]]), set(order[sizes[2] : sizes[2] + sizes[1]])
+    split_of = ["train"] * len(rows)
+    for position, i in enumerate(order[: sizes[2] + sizes[1]]):
+        split_of[i] = "test" if position < sizes[2] else "valid"
     os.makedirs(args.out_dir, exist_ok=True)
-    for split, members in (("train", None), ("valid", valid), ("test", test)):
-        chosen = [
-            row
-            for i, row in enumerate(rows)
-            if (i in members if members is not None else i not in valid | test)
-        ]
+    for split in ("train", "valid", "test"):
         with open(os.path.join(args.out_dir, f"{split}.jsonl"), "w", encoding="utf-8") as f:
-            f.writelines(json.dumps(row, ensure_ascii=False) + "\n" for row in chosen)
+            f.writelines(
+                json.dumps(row, ensure_ascii=False) + "\n"
+                for row, where in zip(rows, split_of)
+                if where == split
+            )
     logger.info(
         "%s: %d rows -> train %d, valid %d, test %d (seed %d); %d lines skipped (not a JSON object)",
         args.rows, len(rows), *sizes, args.seed, skipped,
