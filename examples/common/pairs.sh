@@ -45,6 +45,15 @@ need_number() {
     exit 2
   fi
 }
+# need_fraction NAME: $NAME is a number at least 0 and below 1, such as 0.1
+need_fraction() {
+  local name=$1 value=${!1}
+  if ! [[ $value =~ ^([0-9]+[.]?[0-9]*|[.][0-9]+)([eE][-+]?[0-9]+)?$ ]] \
+    || ! awk -v v="$value" 'BEGIN { exit !(v + 0 < 1) }'; then
+    echo "error: $name=$value must be a number at least 0 and below 1" >&2
+    exit 2
+  fi
+}
 # need_choice NAME CHOICE...: $NAME is one of the choices
 need_choice() {
   local name=$1 value=${!1} choice

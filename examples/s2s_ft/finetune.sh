@@ -114,10 +114,6 @@ if [ -n "$PRETRAINED" ] && [ ! -f "$(dirname "$PRETRAINED")/dict.txt" ]; then
   echo "error: PRETRAINED=$PRETRAINED: no dict.txt beside it (the convert stage copies it)" >&2; exit 2; fi
 need_plain_path DATA
 need_plain_path WORK
-need_fraction() {  # NAME: a number in [0, 1)
-  if ! python -c "import sys; sys.exit(not 0 <= float(sys.argv[1]) < 1)" "${!1}" 2>/dev/null; then
-    echo "error: $1=${!1} must be a number at least 0 and below 1" >&2; exit 2; fi
-}
 need_fraction VALID_FRACTION
 need_fraction TEST_FRACTION
 # row files (JSON lines, JSON, Parquet: one file to split, or a folder of {split} files) become text pairs
