@@ -29,9 +29,11 @@ import sysconfig
 from collections import Counter
 
 from unilm_fairseq.prepare import code_docstrings as cd
+from unilm_fairseq.prepare.corpus_sources import decode_text
 
 logger = logging.getLogger("prepare_code_docstrings")
 SPLITS = ("train", "valid", "test")
+SKIP_LABELS = {"non-UTF-8": "not UTF-8"}  # decode_text's reasons, as this script's summary names them
 
 
 def parse_args(argv=None) -> argparse.Namespace:
@@ -68,20 +70,12 @@ def python_files(root: str):
 
 
 def read_source(path: str, counts: Counter):
-    """The file's text, or None (counted) when it is empty, binary or not UTF-8."""
+    """The file's text, or None (counted) when it is empty, binary or not UTF-8 (the corpus's rule)."""
     with open(path, "rb") as f:
-        data = f.read()
-    if not data.strip():
-        counts["files skipped: empty"] += 1
-        return None
-    if b"\0" in data:
-        counts["files skipped: binary"] += 1
-        return None
-    try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError:
-        counts["files skipped: not UTF-8"] += 1
-        return None
+        status, text = decode_text(f.read())
+    if text is None:
+        counts[f"files skipped: {SKIP_LABELS.get(status, status)}"] += 1
+    return text
 
 
 def main(argv=None) -> int:

@@ -306,6 +306,19 @@ _EXTRACTORS = {
 SKIP_REASONS = ("empty", "binary", "non-UTF-8", "unreadable")
 
 
+def decode_text(raw: bytes) -> Tuple[str, Optional[str]]:
+    """``("ok", text)`` for a file's bytes, or a skip reason and None: ``empty``, ``binary`` (a NUL in the
+    first :data:`BINARY_PROBE` bytes) or ``non-UTF-8``."""
+    if not raw.strip():
+        return "empty", None
+    if b"\0" in raw[:BINARY_PROBE]:
+        return "binary", None
+    try:
+        return "ok", raw.decode("utf-8")
+    except UnicodeDecodeError:
+        return "non-UTF-8", None
+
+
 def read_document(item: WorkItem) -> Tuple[str, List[str], int]:
     """``(status, sentences, bytes read)`` of one work item; status is ``ok`` or a skip reason."""
     _, _, fmt, payload = item
@@ -321,13 +334,8 @@ def read_document(item: WorkItem) -> Tuple[str, List[str], int]:
         return "unreadable", [], 0
     if fmt == "info":
         raw = raw.replace(INFO_INDEX_MARK, b"")
-    if not raw.strip():
-        return "empty", [], len(raw)
-    if b"\0" in raw[:BINARY_PROBE]:
-        return "binary", [], len(raw)
-    try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError:
-        return "non-UTF-8", [], len(raw)
+    status, text = decode_text(raw)
+    if text is None:
+        return status, [], len(raw)
     sentences = document_sentences(_EXTRACTORS[fmt](text))
     return ("ok" if sentences else "empty"), sentences, len(raw)
