@@ -46,16 +46,15 @@ done
 if [ -z "${DATA:-}" ] || [ -z "${MODEL_DIR:-}" ]; then aclsum_require_inputs; fi
 mkdir -p "$WORK/finetune"
 declare -A DATA_OF
-for dataset in $DATASETS; do
+for dataset in $DATASETS; do  # DATA as given, or WORK_DIR/data-DATASET, prepared unless it is there
   DATA_OF[$dataset]=$WORK/data-$dataset
-  if [ "$dataset" = aclsum ] && [ -n "${DATA:-}" ]; then
-    DATA_OF[$dataset]=$DATA
-  elif [ ! -f "${DATA_OF[$dataset]}/test.tgt" ] && [ "$dataset" = aclsum ]; then
-    python "$REPO/scripts/prepare_aclsum.py" --output "${DATA_OF[$dataset]}" \
-      --wordpiece-vocab "$MODEL_DIR/vocab.txt" --max-source-tokens $((MAX_SRC - 2))
-  elif [ ! -f "${DATA_OF[$dataset]}/test.tgt" ]; then
-    python "$REPO/scripts/prepare_code_docstrings.py" --output "${DATA_OF[$dataset]}"
-  fi
+  if [ "$dataset" = aclsum ] && [ -n "${DATA:-}" ]; then DATA_OF[$dataset]=$DATA && continue; fi
+  if [ -f "${DATA_OF[$dataset]}/test.tgt" ]; then continue; fi
+  case $dataset in
+    aclsum) python "$REPO/scripts/prepare_aclsum.py" --output "${DATA_OF[$dataset]}" \
+              --wordpiece-vocab "$MODEL_DIR/vocab.txt" --max-source-tokens $((MAX_SRC - 2)) ;;
+    docstrings) python "$REPO/scripts/prepare_code_docstrings.py" --output "${DATA_OF[$dataset]}" ;;
+  esac
 done
 echo "== convert $MODEL_DIR"
 python "$REPO/scripts/convert_hf_checkpoint.py" "$MODEL_DIR" "$WORK/model" --overwrite > "$WORK/convert.log" 2>&1 || {
