@@ -1,7 +1,7 @@
 """The papers' decoding conventions as options: GNMT's length penalty and n-gram blocking with exemptions.
 
 Hand-set scores through fairseq's finalize step, the real generator on the tiny decoding model of
-``tests/helpers/seq2seq.py`` and on a tiny ``palm``, hand-built token rows for the blocker (Python path
+``tests/helpers/seq2seq.py`` and on a tiny ``palm``, hand-built token rows for the blocker (tensor path
 and the CUDA-extension path), and the options through the command-line tools and the Python API.
 """
 
@@ -208,7 +208,7 @@ def banned_sets(blocker, tokens=ROWS, step=STEP):
 
 def python_blocker(size, exempt=()):
     blocker = PrefixNGramRepeatBlock(size, exempt)
-    blocker.use_extension = False  # the path taken on CPU
+    blocker.use_extension = False  # the path taken without the CUDA extension (tensor ops, any device)
     return blocker
 
 

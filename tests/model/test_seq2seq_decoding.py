@@ -511,7 +511,7 @@ def test_cpu_ngram_blocking_bans_exactly_the_repeating_tokens(size):
     from unilm_fairseq.modules.ngram_block import PrefixNGramRepeatBlock
 
     blocker = PrefixNGramRepeatBlock(size)
-    blocker.use_extension = False  # the Python path, as on CPU
+    blocker.use_extension = False  # the tensor path, taken without the CUDA extension
     # two rows, a buffer wider than the prefix: the last columns are padding, as fairseq passes them
     tokens = torch.tensor([[EOS, 5, 6, 5, 6, PAD, PAD], [EOS, 7, 8, 9, 7, PAD, PAD]])
     step = 4  # five real columns
