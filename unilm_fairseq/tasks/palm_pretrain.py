@@ -16,7 +16,6 @@ from typing import Optional
 
 import numpy as np
 from fairseq.data import Dictionary, LanguagePairDataset
-from fairseq.dataclass import FairseqDataclass
 from fairseq.tasks import register_task
 from omegaconf import II, MISSING
 
@@ -32,6 +31,7 @@ from ..data.pretraining.palm_fragments import (
 from ..data.pretraining.palm_pretrain_dataset import PALMPretrainDataset
 from ..models.architecture_presets import prepare_model_config
 from ..modules.ngram_block import with_prefix_ngram_blocker
+from .mixed_precision import MixedPrecisionConfig
 from .shared_dictionary import SharedDictionaryTask
 
 logger = logging.getLogger(__name__)
@@ -40,7 +40,7 @@ STAGES = (1, 2)
 
 
 @dataclass
-class PALMPretrainConfig(FairseqDataclass):
+class PALMPretrainConfig(MixedPrecisionConfig):
     data: str = field(
         default=MISSING,
         metadata={

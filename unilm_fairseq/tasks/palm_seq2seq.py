@@ -20,13 +20,16 @@ from ..data.dictionary import load_dictionary_with_mask
 from ..data.skip_indices_dataset import SkipIndicesDataset
 from ..models.architecture_presets import prepare_model_config
 from .decoding_conventions import DecodingConventionsConfig, DecodingConventionsTask
+from .mixed_precision import MixedPrecisionConfig, MixedPrecisionTask
 from .rouge_validation import RougeValidationConfig, RougeValidationTask
 
 logger = logging.getLogger(__name__)
 
 
 @dataclass
-class PALMSeq2SeqConfig(TranslationConfig, DecodingConventionsConfig, RougeValidationConfig):
+class PALMSeq2SeqConfig(
+    TranslationConfig, DecodingConventionsConfig, RougeValidationConfig, MixedPrecisionConfig
+):
     pretrained_checkpoint: Optional[str] = field(
         default=None,
         metadata={
@@ -53,7 +56,7 @@ class PALMSeq2SeqConfig(TranslationConfig, DecodingConventionsConfig, RougeValid
 
 
 @register_task("palm_seq2seq", dataclass=PALMSeq2SeqConfig)
-class PALMSeq2SeqTask(RougeValidationTask, DecodingConventionsTask, TranslationTask):
+class PALMSeq2SeqTask(MixedPrecisionTask, RougeValidationTask, DecodingConventionsTask, TranslationTask):
     """fairseq's translation task with PALM's conventions.
 
     One dictionary (with ``<mask>``, so its size matches pre-training) serves source and target; pairs

@@ -7,7 +7,7 @@ from typing import Optional
 
 from fairseq import utils
 from fairseq.data import TokenBlockDataset, data_utils
-from fairseq.dataclass import ChoiceEnum, FairseqDataclass
+from fairseq.dataclass import ChoiceEnum
 from fairseq.tasks import FairseqTask
 from omegaconf import II, MISSING
 
@@ -15,12 +15,13 @@ from ..data.dictionary import load_dictionary_with_mask
 from ..data.pretraining.segment_pairs import SPECIAL_TOKENS_PER_PAIR
 from ..data.shard_check import check_binarized_split
 from ..models.architecture_presets import prepare_model_config
+from .mixed_precision import MixedPrecisionConfig, MixedPrecisionTask
 
 logger = logging.getLogger(__name__)
 
 
 @dataclass
-class TextBlocksConfig(FairseqDataclass):
+class TextBlocksConfig(MixedPrecisionConfig):
     """Options of the pre-training tasks that cut monolingual text into blocks (``pmlm``, ``unilm``)."""
 
     data: str = field(
@@ -67,8 +68,9 @@ def text_blocks(lines, dictionary, cfg: TextBlocksConfig):
     return blocks, block_size
 
 
-class SharedDictionaryTask(FairseqTask):
-    """Base of tasks whose inputs and outputs use one dictionary (one embedding table)."""
+class SharedDictionaryTask(MixedPrecisionTask, FairseqTask):
+    """Base of tasks whose inputs and outputs use one dictionary (one embedding table); ``--amp-bf16``
+    where the task's config has it (:class:`MixedPrecisionConfig`)."""
 
     # the criterion that goes with the task: used when a checkpoint names none (the checkpoint
     # importer's output), so ``fairseq-validate`` can score a converted model before any training

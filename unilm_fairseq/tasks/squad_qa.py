@@ -12,7 +12,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Optional
 
-from fairseq.dataclass import ChoiceEnum, FairseqDataclass
+from fairseq.dataclass import ChoiceEnum
 from fairseq.tasks import register_task
 from omegaconf import MISSING
 
@@ -23,6 +23,7 @@ from ..modules.heads import ANSWERABILITY_CLASSES
 from ..qa.offset_tokenizers import SentencePieceOffsets, WordPieceOffsets, words_tokenizer
 from ..qa.squad_dataset import SquadWindowDataset, tokenize_examples
 from ..qa.squad_examples import SPECIALS_PER_WINDOW, read_squad_examples
+from .mixed_precision import MixedPrecisionConfig
 from .shared_dictionary import SharedDictionaryTask
 
 logger = logging.getLogger(__name__)
@@ -36,7 +37,7 @@ OFFICIAL_NAMES = {
 
 
 @dataclass
-class SquadQAConfig(FairseqDataclass):
+class SquadQAConfig(MixedPrecisionConfig):
     data: str = field(
         default=MISSING, metadata={"help": "directory with dict.txt and the SQuAD JSON files of each split"}
     )

@@ -21,6 +21,7 @@ from ..models.architecture_presets import prepare_model_config
 from ..models.generation import check_decoding_positions, last_decoding_position
 from ..models.unilmv2 import check_seq2seq_segments
 from .decoding_conventions import DecodingConventionsConfig, DecodingConventionsTask, check_min_len_fits
+from .mixed_precision import MixedPrecisionConfig
 from .rouge_validation import RougeValidationConfig, RougeValidationTask
 from .shared_dictionary import SharedDictionaryTask
 
@@ -37,7 +38,7 @@ AUTO = "auto"
 
 
 @dataclass
-class UniLMSeq2SeqConfig(DecodingConventionsConfig, RougeValidationConfig):
+class UniLMSeq2SeqConfig(DecodingConventionsConfig, RougeValidationConfig, MixedPrecisionConfig):
     data: str = field(
         default=MISSING,
         metadata={"help": "data directory from fairseq-preprocess with a joined (or shared) dictionary"},
