@@ -8,8 +8,11 @@
 tensors as float16, xz-compressed (``unilm_fairseq/checkpoint/packed_weights.py``). ``unpack`` writes
 ``BASE_MODEL.pt`` (a checkpoint of the same architecture, such as ``scripts/convert_hf_checkpoint.py``'s
 ``model.pt``, which brings its config) with the packed weights in place of its own; a packed tensor that the
-base lacks, or of another shape, is an error. The main job unpacks ``data/minilm-continued-ae.pt.xz`` this
-way onto the converted MiniLM (docs/results.md says how those weights were made).
+base lacks, or of another shape, is an error, and so is a base weight the packed file lacks, except the
+pooler: it is frozen (never trained), so the base's own values are the ones training would have kept, and
+weights packed before the importer kept it still unpack. The main job unpacks
+``data/minilm-continued-ae.pt.xz`` this way onto the converted MiniLM (docs/results.md says how those
+weights were made).
 """
 
 import argparse
@@ -25,6 +28,7 @@ from unilm_fairseq.checkpoint.packed_weights import (
     unpack_state_dict,
     write_packed,
 )
+from unilm_fairseq.models.unilmv2 import POOLER
 
 logger = logging.getLogger("pack_weights")
 
@@ -52,6 +56,10 @@ def unpack(packed_path: str, base: str, output: str) -> None:
     weights = unpack_state_dict(read_packed(packed_path))
     state = load_checkpoint(base)
     own = state["model"]
+    carried = sorted(k for k in own if k.startswith(POOLER) and k not in weights)
+    if carried:  # frozen, so training keeps the base's values
+        logger.info("%s has no %s: keeping %s's (frozen, never trained)", packed_path, carried, base)
+        weights.update((k, own[k]) for k in carried)
     missing, extra = sorted(set(own) - set(weights)), sorted(set(weights) - set(own))
     if missing or extra:
         raise ValueError(

@@ -255,3 +255,49 @@ def test_converted_weights_fitting():
     assert torch.equal(fresh.lm_head.dense.weight, head)
     assert torch.equal(fresh.transformer.embeddings.tokens.weight, model.transformer.embeddings.tokens.weight)
     assert fresh.lm_head.weight is fresh.transformer.embeddings.tokens.weight
+
+
+def _pooled_model(seed: int = 3):
+    model = tiny_model(make_dictionary(), seed=seed)
+    model.add_pooler()
+    with torch.no_grad():
+        model.pooler.dense.weight.normal_()
+        model.pooler.dense.bias.uniform_(-1, 1)
+    return model
+
+
+def test_a_pooler_travels_with_every_checkpoint_and_stays_frozen(tmp_path):
+    """A pooler in the checkpoint (imported from a ``BertModel``) joins the model that loads it, by
+    ``--pretrained-checkpoint`` or by fairseq's own ``load_state_dict``; it is never trained."""
+    source = _pooled_model()
+    path = str(tmp_path / "pooled.pt")
+    save_checkpoint(source.state_dict(), path)
+    fresh = tiny_model(make_dictionary(), seed=4)
+    assert fresh.pooler is None and not any(k.startswith(unilmv2.POOLER) for k in fresh.state_dict())
+    load_pretrained_weights(fresh, path)
+    assert torch.equal(fresh.pooler.dense.weight, source.pooler.dense.weight)
+    assert not any(p.requires_grad for p in fresh.pooler.parameters())
+    assert all(p.requires_grad for n, p in fresh.named_parameters() if not n.startswith(unilmv2.POOLER))
+    features = torch.randn(2, 5, fresh.cfg.encoder_embed_dim)
+    assert torch.equal(fresh.pooler(features), torch.tanh(source.pooler.dense(features[:, 0])))
+    again = tiny_model(make_dictionary(), seed=5)  # what the hub and fairseq-train's restore do
+    again.load_state_dict(fresh.state_dict(), strict=True)
+    assert torch.equal(again.pooler.dense.bias, source.pooler.dense.bias)
+
+
+def test_a_model_with_a_pooler_keeps_it_when_a_checkpoint_has_none(tmp_path):
+    model = _pooled_model()
+    before = model.pooler.dense.weight.clone()
+    other = tiny_model(make_dictionary(), seed=6)
+    model.load_state_dict(other.state_dict(), strict=True)
+    assert torch.equal(model.pooler.dense.weight, before)
+    assert torch.equal(model.transformer.embeddings.tokens.weight, other.transformer.embeddings.tokens.weight)
+
+
+def test_adding_the_pooler_draws_nothing_from_the_global_random_state():
+    model = tiny_model(make_dictionary(), seed=7)
+    torch.manual_seed(11)
+    model.add_pooler()
+    after = torch.rand(3)
+    torch.manual_seed(11)
+    assert torch.equal(after, torch.rand(3))

@@ -36,6 +36,7 @@ logger = logging.getLogger(__name__)
 transformers = pytest.importorskip("transformers")
 pytest.importorskip("safetensors")
 
+from unilm_fairseq.hf_export import export_checkpoint  # noqa: E402
 from unilm_fairseq.hf_import import convert_hf_checkpoint  # noqa: E402
 
 SCRIPT = os.path.join(REPO, "scripts", "convert_hf_checkpoint.py")
@@ -108,6 +109,17 @@ def test_bert_model_without_head_through_cli(tmp_path):
     assert model.lm_head.weight is model.transformer.embeddings.tokens.weight
     with open(tmp_path / "out" / "model_args.txt") as f:
         assert "--rel-pos-bins 0" in f.read()
+    # the pooler is kept, frozen, and exported back: BertModel's pooler_output is the source's
+    assert torch.equal(model.pooler.dense.weight, hf.pooler.dense.weight)
+    assert not any(p.requires_grad for p in model.pooler.parameters())
+    exported = export_checkpoint(str(tmp_path / "out" / "model.pt"), str(tmp_path / "exported")).out_dir
+    back, info = transformers.BertModel.from_pretrained(exported, output_loading_info=True)
+    assert not info["missing_keys"]
+    with torch.no_grad():
+        expected = hf.eval()(input_ids=ids, attention_mask=attention_mask, token_type_ids=segments)
+        pooled = back.eval()(input_ids=ids, attention_mask=attention_mask, token_type_ids=segments)
+    assert float(expected.pooler_output.std()) > 0.1
+    assert float((pooled.pooler_output - expected.pooler_output).abs().max()) < ATOL
 
 
 def test_roberta(tmp_path):

@@ -106,3 +106,21 @@ def test_the_shipped_weights_fit_the_minilm_and_stay_under_25_mb():
     assert weights["lm_head.weight"] is weights["transformer.embeddings.tokens.weight"]
     layers = {name.split(".")[2] for name in weights if name.startswith("transformer.layers.")}
     assert len(layers) == 6
+
+
+def test_unpack_keeps_the_base_pooler_when_the_packed_weights_have_none(tmp_path, capsys):
+    """Weights packed before the importer kept the pooler still unpack onto a base that has one: the
+    pooler is frozen, so the base's values are the trained model's; any other missing weight is an error."""
+    state = toy_state()
+    write_packed(pack_state_dict(state), str(tmp_path / "w.pt.xz"))
+    pooler = {"pooler.dense.weight": torch.randn(8, 8), "pooler.dense.bias": torch.randn(8)}
+    base = {**{name: torch.zeros_like(value) for name, value in state.items()}, **pooler}
+    torch.save({"model": base}, tmp_path / "base.pt")
+    argv = ["unpack", str(tmp_path / "w.pt.xz"), str(tmp_path / "base.pt"), str(tmp_path / "o.pt")]
+    assert pack_weights.main(argv) == 0
+    out = torch.load(tmp_path / "o.pt", weights_only=True)["model"]
+    assert all(torch.equal(out[k], v) for k, v in pooler.items())
+    assert (out["layer.weight"] - state["layer.weight"]).abs().max() < 0.05
+    torch.save({"model": {**base, "other.weight": torch.zeros(2)}}, tmp_path / "base.pt")
+    assert pack_weights.main(argv) == 1
+    assert "1 weights missing (first ['other.weight'])" in capsys.readouterr().err

@@ -10,6 +10,7 @@ The inverse of :func:`unilm_fairseq.hf_import.formats.map_bert`, key for key (``
       (fused: attention.self.qkv_linear = [q; k; v] rows, q_bias, v_bias; no key bias)
     layers.{i}.{out_proj, ...}               -> encoder.layer.{i}.attention.output.dense, ... (LAYER_RENAMES)
     lm_head.{dense,layer_norm,bias}          -> cls.predictions.{transform.dense,transform.LayerNorm,bias}
+    pooler.dense (imported with the model)   -> pooler.dense
 
 Three layouts:
 
@@ -40,6 +41,8 @@ from ..models.unilmv2 import (
     HEADS,
     LM_HEAD,
     LM_HEAD_OUTPUT,
+    POOLER,
+    POOLER_WEIGHT,
     POSITION_TABLE,
     RELATIVE_POSITION_BIAS,
     SEGMENT_TABLE,
@@ -238,6 +241,8 @@ def export_state(state: Mapping[str, Tensor], num_layers: int, layout: Layout) -
     e.copy_params(HEAD_PREFIX + "transform.dense", LM_HEAD + "dense")
     e.copy_params(HEAD_PREFIX + "transform.LayerNorm", LM_HEAD + "layer_norm")
     e.copy(HEAD_PREFIX + "bias", LM_HEAD + "bias")
+    if POOLER_WEIGHT in state:  # BertModel's pooler_output; BertForMaskedLM, which has none, skips it
+        e.copy_params(BODY + "pooler.dense", POOLER + "dense")
     e.used.add(LM_HEAD_OUTPUT)  # the word embeddings themselves (tied)
     if layout.tied_decoder_saved:
         e.put(DECODER_WEIGHT, e.out[BODY + WORD_EMBEDDINGS])  # one tensor: saved once, under both names

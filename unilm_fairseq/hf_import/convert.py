@@ -20,7 +20,7 @@ from omegaconf import OmegaConf
 from ..checkpoint.converted import ORIGIN_KEY, TYPE_ID_KEYS, load_converted_weights
 from ..checkpoint.fitting import CheckpointMismatch
 from ..data.dictionary import dictionary_from_lines
-from ..models.unilmv2 import TOKEN_TABLE, UniLMv2Config, UniLMv2Model
+from ..models.unilmv2 import POOLER_WEIGHT, TOKEN_TABLE, UniLMv2Config, UniLMv2Model
 from ..tasks.pmlm import PMLMConfig
 from .config import ConversionError, SourceConfig, read_source_config, unilmv2_config
 from .formats import MAPPERS, MappedWeights
@@ -77,7 +77,8 @@ def _conversion_error(mismatch: CheckpointMismatch, mapped: MappedWeights, confi
 def build_model(
     mapped: MappedWeights, cfg: UniLMv2Config, dictionary: Dictionary, source: SourceConfig, weights_file: str
 ):
-    """A ``unilmv2`` model holding the converted weights (a missing MLM head freshly initialised, tied).
+    """A ``unilmv2`` model holding the converted weights (a missing MLM head freshly initialised, tied;
+    the source's pooler, where it has one, kept).
 
     Every weight of the model ``config.json`` describes must be there, with its shape, and nothing else
     (:func:`~unilm_fairseq.checkpoint.converted.load_converted_weights`).
@@ -85,6 +86,8 @@ def build_model(
     with torch.random.fork_rng():
         torch.manual_seed(HEAD_INIT_SEED)
         model = UniLMv2Model(cfg, dictionary)
+    if POOLER_WEIGHT in mapped.state:
+        model.add_pooler()
     try:
         load_converted_weights(model, mapped.state, mapped.has_lm_head, weights_file, source.path)
     except CheckpointMismatch as mismatch:

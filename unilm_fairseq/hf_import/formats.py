@@ -13,7 +13,8 @@ Every family shares BERT's encoder layout under a body prefix (``bert.``,
 and differs in the MLM head (``cls.predictions`` for BERT, ``lm_head`` for
 RoBERTa/XLM-R, ``generator_predictions``/``generator_lm_head`` for an ELECTRA
 generator), RoBERTa's position offset, ELECTRA's embedding projection and
-UniLM's relative position bias. Pooler, NSP and discriminator heads are dropped.
+UniLM's relative position bias. BERT's [CLS] pooler (``pooler.dense``), where the source has one, becomes
+the model's frozen ``pooler``, so the export can give it back; NSP and discriminator heads are dropped.
 """
 
 import re
@@ -41,7 +42,6 @@ HEAD_ACTIVATION = "gelu"
 # source weights that have no counterpart and are dropped on purpose (full-name regexes)
 DROPPED = (
     r".*\.(position_ids|token_type_ids)",  # buffers, not weights
-    r"(\w+\.)?pooler\..*",  # [CLS] pooler for sentence-level heads
     r"cls\.seq_relationship\..*",  # next-sentence prediction
     r"discriminator_predictions\..*",  # ELECTRA's replaced-token detector
     r"(classifier|qa_outputs)\..*",  # task heads of fine-tuned checkpoints
@@ -218,12 +218,20 @@ def _map_relative_position_bias(m: _Mapper) -> None:
             return
 
 
+def _map_pooler(m: _Mapper) -> None:
+    """BERT's [CLS] pooler, where the checkpoint has one (``BertModel``, ``RobertaModel``)."""
+    if m.has("pooler.dense.weight"):
+        for p in PARAMS:
+            m.copy(f"pooler.dense.{p}", f"pooler.dense.{p}")
+
+
 def map_bert(state: Mapping[str, Tensor], source: SourceConfig, weights_file: str) -> MappedWeights:
     """BERT, MiniLM and UniLM (separate or fast-QKV projections, optional relative position bias)."""
     m = _Mapper(state, weights_file, source.path, ("bert.", ""))
     _map_embeddings(m, source.position_offset)
     _map_relative_position_bias(m)
     _map_layers(m, source.num_layers)
+    _map_pooler(m)
     head = _map_lm_head(
         m,
         "cls.predictions.transform.dense",
@@ -248,6 +256,7 @@ def map_roberta(state: Mapping[str, Tensor], source: SourceConfig, weights_file:
     m = _Mapper(state, weights_file, source.path, ("roberta.", ""))
     _map_embeddings(m, source.position_offset)
     _map_layers(m, source.num_layers)
+    _map_pooler(m)
     head = _map_lm_head(
         m,
         "lm_head.dense",

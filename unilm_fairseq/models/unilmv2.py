@@ -7,6 +7,7 @@ import logging
 from dataclasses import dataclass, field
 from typing import Optional, Tuple
 
+import torch
 from fairseq import utils
 from fairseq.dataclass import ChoiceEnum, FairseqDataclass
 from fairseq.models import BaseFairseqModel, register_model, register_model_architecture
@@ -18,7 +19,7 @@ from .. import masks, seq2seq_layout
 from ..checkpoint.upgrade import upgrade_state
 from ..hub.unilm import UniLMHubInterface
 from ..modules import UniLMLMHead, UniLMTransformer, transformer
-from ..modules.heads import SentenceClassificationHead, SpanHead
+from ..modules.heads import SentenceClassificationHead, SentencePooler, SpanHead
 from .architecture_presets import leave_dataclass_registry
 from .generation import UniLMIncrementalDecoder, UniLMSourceEncoder, source_positions
 
@@ -39,6 +40,8 @@ RELATIVE_POSITION_BIAS = TRANSFORMER + transformer.RELATIVE_POSITION_BIAS
 LAYERS = TRANSFORMER + transformer.LAYERS
 LM_HEAD_OUTPUT = LM_HEAD + transformer.LM_HEAD_OUTPUT  # the token table itself (tied)
 HEADS = ("classification_heads.", "span_heads.")  # task heads, registered by name
+POOLER = "pooler."  # BERT's [CLS] pooler, kept from an imported model for the export (frozen)
+POOLER_WEIGHT = POOLER + "dense.weight"
 
 
 def layer_key(layer: int, part: str) -> str:
@@ -137,6 +140,7 @@ class UniLMv2Model(BaseFairseqModel):
         )
         self.classification_heads = nn.ModuleDict()
         self.span_heads = nn.ModuleDict()
+        self.pooler: Optional[SentencePooler] = None  # see add_pooler
         self.apply(init_bert_params)
         method = seq2seq_layout.FinetuneMethod(str(cfg.seq2seq_method))  # checkpoints hold a string
         segments = seq2seq_segments(cfg)
@@ -198,6 +202,20 @@ class UniLMv2Model(BaseFairseqModel):
     @property
     def nsp_head(self) -> Optional[nn.Module]:
         return self.classification_heads[NSP_HEAD] if NSP_HEAD in self.classification_heads else None
+
+    def add_pooler(self) -> None:
+        """Give the model BERT's sentence pooler (:class:`~unilm_fairseq.modules.heads.SentencePooler`), on
+        the device and in the dtype of its weights, unless it has one.
+
+        Loading a checkpoint that holds ``pooler.*`` adds it (:meth:`upgrade_state_dict_named`), so a pooler
+        imported with a model stays with every checkpoint trained from it, and the export writes it out.
+        Building it leaves the global random state as it was, so training draws what it drew without it.
+        """
+        if self.pooler is None:
+            with torch.random.fork_rng(devices=[]):  # its values come from a checkpoint: draw nothing
+                pooler = SentencePooler(self.cfg.encoder_embed_dim)
+                pooler.apply(init_bert_params)
+            self.pooler = pooler.to(self.transformer.embeddings.tokens.weight)
 
     def register_span_head(self, name: str):
         """Add a token-level start/end head (extractive QA)."""
@@ -282,9 +300,14 @@ class UniLMv2Model(BaseFairseqModel):
 
     def upgrade_state_dict_named(self, state_dict, name):
         """Fit a checkpoint to this model's task heads and position table
-        (:func:`unilm_fairseq.checkpoint.upgrade.upgrade_state`)."""
+        (:func:`unilm_fairseq.checkpoint.upgrade.upgrade_state`); a checkpoint with a pooler adds one."""
         super().upgrade_state_dict_named(state_dict, name)
         prefix = name + "." if name else ""
+        if prefix + POOLER_WEIGHT in state_dict:
+            self.add_pooler()
+        elif self.pooler is not None:  # a checkpoint without one: the model's own stays
+            for key, value in self.pooler.state_dict(prefix=POOLER).items():
+                state_dict[prefix + key] = value
         upgrade_state(state_dict, self.state_dict(), prefix, position_table=POSITION_TABLE, heads=HEADS)
 
 

@@ -5,6 +5,7 @@ and then ``model(**net_input, features_only=True, classification_head_name=name)
 serve that protocol (sentence-level) and extractive QA (token-level spans).
 """
 
+import torch
 from fairseq import utils
 from torch import Tensor, nn
 
@@ -30,6 +31,24 @@ class SentenceClassificationHead(nn.Module):
     def forward(self, features: Tensor, **unused) -> Tensor:
         pooled = self.activation_fn(self.dense(self.dropout(features[:, 0])))  # B x inner
         return self.out_proj(self.dropout(pooled))
+
+
+class SentencePooler(nn.Module):
+    """BERT's pooler: ``tanh(dense(h_[SOS]))``, ``(B, T, C)`` features -> ``(B, C)``.
+
+    A model imported from a checkpoint that has one (``BertModel``'s ``pooler``) keeps it, so that the
+    export gives transformers' ``BertModel`` the source's ``pooler_output``. Nothing here trains it (the
+    pre-training and fine-tuning objectives read token states only), so its parameters are frozen: the
+    optimizer skips them and distributed training never waits for their gradients.
+    """
+
+    def __init__(self, dim: int):
+        super().__init__()
+        self.dense = nn.Linear(dim, dim)
+        self.requires_grad_(False)
+
+    def forward(self, features: Tensor) -> Tensor:
+        return torch.tanh(self.dense(features[:, 0]))
 
 
 class SpanHead(nn.Module):
