@@ -12,7 +12,14 @@ the weights, ``vocab.txt`` (the model's token ids, one per line) and ``tokenizer
 --format s2s-ft separate query/key/value with rel_pos_bias (pytorch_model.bin): what s2s-ft's
                 decode_seq2seq.py --model_path reads
 
-Task heads (classification, span) are left out, with a warning naming them.
+Task heads (classification, span) are left out, with a warning naming them. Every export writes a model
+card, README.md: the base model, the architecture, the training settings, and what the model folder holds
+beside the checkpoint (generation.json, scores.json and commands.sh, which examples/s2s_ft/finetune.sh
+writes). A model fine-tuned by --task unilm_seq2seq also gets generation.json (the s2s-ft method, limits,
+segment ids and decoding settings) and, with --format bert, generate.py, which generates from the folder
+with plain transformers:
+
+    python out/bert/generate.py out/bert "A text to summarize."
 """
 
 import argparse
@@ -21,6 +28,7 @@ import sys
 
 from unilm_fairseq.encoders.wordpiece_tokenizer import add_casing_arguments
 from unilm_fairseq.hf_export import LAYOUTS, ExportError, export_checkpoint
+from unilm_fairseq.hf_export.model_card import command_line
 
 logger = logging.getLogger("export_hf_checkpoint")
 
@@ -52,7 +60,15 @@ def main(argv=None) -> int:
     )
     try:
         export_checkpoint(
-            args.checkpoint, args.out_dir, args.format, args.data, args.lowercase, overwrite=args.overwrite
+            args.checkpoint,
+            args.out_dir,
+            args.format,
+            args.data,
+            args.lowercase,
+            overwrite=args.overwrite,
+            command=command_line(
+                ["python", "scripts/export_hf_checkpoint.py"] + list(sys.argv[1:] if argv is None else argv)
+            ),
         )
     except ExportError as err:
         logger.error("%s", err)

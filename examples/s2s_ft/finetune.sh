@@ -12,7 +12,9 @@
 # each] (scripts/split_rows.py, seeded by SEED). Any DATA_DIR/test.NAME.hyp (one hypothesis per test pair)
 # is scored as a baseline row NAME; without test.lead.hyp the lead row is each test source's first
 # sentence. Every step is a plain fairseq (or scripts/) command, printed before it runs ("+ ..."), so a
-# run can be repeated or changed by hand.
+# run can be repeated or changed by hand; WORK_DIR/commands.sh keeps them, run after run. The model folder
+# WORK_DIR/checkpoints gets a copy of it and of the test scores (scores.json), which the model card of
+# scripts/export_hf_checkpoint.py reports.
 #
 # Settings (environment; default in brackets). Sources: s2s-ft (Bao et al. 2021) Table 7 (fine-tuning) and
 # Table 8 (decoding); "choice" marks this project's choices for a small CPU budget, picked by the measured
@@ -68,8 +70,13 @@ shift 2
 : "${VALID_EVERY:=$(( (UPDATES + 1) / 2 ))}" "${CKPT:=best}"
 : "${CPU:=$(python -c 'import torch; print(0 if torch.cuda.is_available() else 1)')}"
 
+COMMANDS=  # set once WORK_DIR is checked: the file every command run is appended to
+record() {  # record WORDS...: append one command, shell-quoted, to $COMMANDS (the model card lists them)
+  if [ -n "$COMMANDS" ]; then printf '%s\n' "$(printf '%q ' "$@")" >> "$COMMANDS"; fi
+}
 run() {  # print a command, then run it
   printf '+ %s\n' "$*" >&2
+  record "$@"
   "$@"
 }
 stage() { [[ ",$STAGES," == *",$1,"* ]]; }
@@ -116,6 +123,10 @@ need_plain_path DATA
 need_plain_path WORK
 need_fraction VALID_FRACTION
 need_fraction TEST_FRACTION
+mkdir -p "$WORK"
+COMMANDS=$WORK/commands.sh  # kept across re-runs: each run starts with a comment line
+if [ ! -s "$COMMANDS" ]; then echo '#!/usr/bin/env bash' > "$COMMANDS"; fi
+printf '# %s: STAGES=%s\n' "$(date -u '+%Y-%m-%d %H:%M:%S UTC')" "$STAGES" >> "$COMMANDS"
 # row files (JSON lines, JSON, Parquet: one file to split, or a folder of {split} files) become text pairs
 rows=""
 if [ -f "$DATA" ]; then
@@ -130,6 +141,8 @@ if [ -n "$rows" ]; then
   if [ -f "$DATA" ]; then
     echo "== split $DATA: valid $VALID_FRACTION, test $TEST_FRACTION of the rows (seed $SEED)"
     printf '+ %s\n' "python scripts/split_rows.py $DATA $rows --valid-fraction $VALID_FRACTION --test-fraction $TEST_FRACTION --seed $SEED" >&2
+    record python "$REPO/scripts/split_rows.py" "$DATA" "$rows" --valid-fraction "$VALID_FRACTION" \
+      --test-fraction "$TEST_FRACTION" --seed "$SEED"
     python "$REPO/scripts/split_rows.py" "$DATA" "$rows" --valid-fraction "$VALID_FRACTION" \
       --test-fraction "$TEST_FRACTION" --seed "$SEED" > "$WORK/logs/rows.log" 2>&1 || {
       grep -E "error" "$WORK/logs/rows.log" >&2 || tail -n 5 "$WORK/logs/rows.log" >&2
@@ -141,6 +154,8 @@ if [ -n "$rows" ]; then
   if [ -n "$TARGET_FIELD" ]; then fields+=(--target-field "$TARGET_FIELD"); fi
   echo "== row files in $rows -> text pairs in $WORK/data"
   printf '+ %s\n' "python scripts/prepare_seq2seq_data.py --format fields --input $rows --output $WORK/data ${fields[*]}" >&2
+  record python "$REPO/scripts/prepare_seq2seq_data.py" --format fields --input "$rows" --output "$WORK/data" \
+    --sentence-separator none ${fields[@]+"${fields[@]}"}
   python "$REPO/scripts/prepare_seq2seq_data.py" --format fields --input "$rows" --output "$WORK/data" \
     --sentence-separator none ${fields[@]+"${fields[@]}"} >> "$WORK/logs/rows.log" 2>&1 || {
     echo "error: the row files could not be read; the end of $WORK/logs/rows.log:" >&2
@@ -161,6 +176,7 @@ quiet() {
   local log=$1 start=$SECONDS heartbeat status=0
   shift
   printf '+ %s\n' "$*" >&2
+  record "$@"
   (
     trap 'kill "$nap" 2>/dev/null; exit 0' TERM  # its sleep goes too: nothing keeps the console's pipe open
     while :; do
@@ -284,6 +300,7 @@ if stage train; then
       --best-checkpoint-metric rouge_l --maximize-best-checkpoint-metric)
   fi
   printf '+ %s\n' "${train_command[*]}" >&2
+  record "${train_command[@]}"
   if ! "${train_command[@]}" 2>&1 | tee "$LOGS/train.log" | { grep --line-buffered -E "$train_lines" || true; }; then
     echo "error: fairseq-train failed; the end of $LOGS/train.log:" >&2
     tail -n 20 "$LOGS/train.log" >&2
@@ -311,9 +328,11 @@ if stage generate; then
   if [ "$(dirname "$CHECKPOINT_FILE")" = "$SAVE" ]; then
     # the checkpoint folder becomes a model folder: UniLMModel.from_pretrained(WORK_DIR/checkpoints) loads it
     # with its dictionaries, tokenizer and these decoding settings, and generates from text
-    python "$REPO/scripts/write_model_folder.py" "$SAVE" --dicts "$WORK/bin" \
-      --checkpoint "$(basename "$CHECKPOINT_FILE")" --bpe wordpiece --bpe-file "$MODEL/dict.txt" --beam "$BEAM" \
-      --lenpen "$LENPEN" --min-len "$MIN_LEN" --max-len-b "$MAX_LEN" --no-repeat-ngram-size "$NO_REPEAT_NGRAM"
+    folder_command=(python "$REPO/scripts/write_model_folder.py" "$SAVE" --dicts "$WORK/bin"
+      --checkpoint "$(basename "$CHECKPOINT_FILE")" --bpe wordpiece --bpe-file "$MODEL/dict.txt" --beam "$BEAM"
+      --lenpen "$LENPEN" --min-len "$MIN_LEN" --max-len-b "$MAX_LEN" --no-repeat-ngram-size "$NO_REPEAT_NGRAM")
+    record "${folder_command[@]}"
+    "${folder_command[@]}"
   fi
 fi
 
@@ -330,5 +349,9 @@ if stage score; then
     --generated "s2s-ft ($METHOD)=$WORK/generate-test.out" --examples 5 --json "$WORK/scores.json" \
     --hypotheses-out "$WORK/test.hyp"
   echo "   the predictions, one per test pair (detokenized, as scored): $WORK/test.hyp"
+fi
+if [ -f "$SAVE/generation.json" ]; then  # the model folder keeps what its export's model card reports
+  cp "$COMMANDS" "$SAVE/commands.sh"
+  if [ -f "$WORK/scores.json" ]; then cp "$WORK/scores.json" "$SAVE/scores.json"; fi
 fi
 echo "== full logs: $LOGS/ ($(cd "$LOGS" && ls -- *.log 2>/dev/null | tr '\n' ' '))"

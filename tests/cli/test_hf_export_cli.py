@@ -8,6 +8,7 @@
   ``--format s2s-ft`` records the segment ids 4/5 it was fine-tuned with.
 """
 
+import json
 import logging
 import os
 import sys
@@ -121,6 +122,16 @@ def test_seq2seq_checkpoint_exports_to_bert(tmp_path, vocab):
     checkpoint = tmp_path / "ckpt" / "checkpoint_last.pt"
     model, dictionary = load(checkpoint)
     assert model.cfg.num_segments == 6 and model.cfg.rel_pos_bins == 0
+    # what a recipe leaves in the model folder: decoding settings, test scores, the commands it ran
+    run_cli([sys.executable, os.path.join(REPO, "scripts", "write_model_folder.py"), str(tmp_path / "ckpt"),
+             "--dicts", str(tmp_path / "bin"), "--checkpoint", "checkpoint_last.pt", "--bpe", "wordpiece",
+             "--bpe-file", str(vocab), "--beam", "3", "--lenpen", "0.7", "--min-len", "2", "--max-len-b", "6",
+             "--no-repeat-ngram-size", "2"])  # fmt: skip
+    systems = {"lead": {"rouge1": 11.5, "rouge2": 2.25, "rougeL": 10.0},
+               "s2s-ft (pseudo_masked)": {"rouge1": 31.25, "rouge2": 12.5, "rougeL": 29.75}}  # fmt: skip
+    scores = {"num_pairs": 4, "rouge_backend": "rouge-score", "scores": systems}
+    (tmp_path / "ckpt" / "scores.json").write_text(json.dumps(scores))
+    (tmp_path / "ckpt" / "commands.sh").write_text("#!/usr/bin/env bash\nfairseq-train bin --seed 2\n")
 
     export(checkpoint, tmp_path / "bert")
     hf = transformers.BertForMaskedLM.from_pretrained(str(tmp_path / "bert")).eval()
@@ -139,9 +150,26 @@ def test_seq2seq_checkpoint_exports_to_bert(tmp_path, vocab):
     )
     assert max(diffs) < ATOL
     assert read_json(str(tmp_path / "bert" / "config.json"))["type_vocab_size"] == 6
+    generation = read_json(str(tmp_path / "bert" / "generation.json"))
+    assert generation == {
+        "method": "pseudo_masked", "source_type_id": 4, "target_type_id": 5, "max_source_positions": 16,
+        "max_target_positions": 8, "beam": 3, "lenpen": 0.7, "lenpen_style": "fairseq", "min_len": 2,
+        "max_len_a": 0, "max_len_b": 6, "no_repeat_ngram_size": 2, "no_repeat_ngram_exempt": [],
+    }  # fmt: skip
+    assert (tmp_path / "bert" / "generate.py").is_file()
+    card = (tmp_path / "bert" / "README.md").read_text()
+    exported_by = f"scripts/export_hf_checkpoint.py {checkpoint} {tmp_path / 'bert'}"
+    for fact in ("`pseudo_masked` (pseudo-masked fine-tuning, s2s-ft §2.3)", "at most 16", "at most 8",
+                 "| updates done | 5 |", "| learning rate | 0.001 |", "| lead | 11.50 | 2.25 | 10.00 |",
+                 "| s2s-ft (pseudo_masked) | 31.25 | 12.50 | 29.75 |", "fairseq-train bin --seed 2",
+                 "| beam | 3 |", "python generate.py .", exported_by):  # fmt: skip
+        assert fact in card, fact
 
     done = export(checkpoint, tmp_path / "s2s-ft", "--format", "s2s-ft")
     config = read_json(str(tmp_path / "s2s-ft" / "config.json"))
     assert (config["source_type_id"], config["target_type_id"], config["rel_pos_bins"]) == (4, 5, 0)
     # what the format does not record is said, not dropped silently
     assert "the fine-tuning method (pseudo_masked)" in done.stderr
+    assert read_json(str(tmp_path / "s2s-ft" / "generation.json")) == generation
+    assert not (tmp_path / "s2s-ft" / "generate.py").exists()  # BertForMaskedLM cannot read this layout
+    assert "generation.json" in (tmp_path / "s2s-ft" / "README.md").read_text()

@@ -48,6 +48,7 @@ ALLOWED = {
         "checkpoint",
         "tasks",
         "hf_import",
+        "hub",
     },
 }
 

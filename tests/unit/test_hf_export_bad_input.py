@@ -132,6 +132,7 @@ def test_existing_output_needs_overwrite(rel_pos_checkpoint, tmp_path):
     assert os.listdir(out) == ["keep.txt"]
     export_checkpoint(rel_pos_checkpoint, str(out), "unilm", overwrite=True)
     assert sorted(os.listdir(out)) == [
+        "README.md",
         "config.json",
         "pytorch_model.bin",
         "tokenizer_config.json",

@@ -21,12 +21,24 @@ from ..encoders.wordpiece_tokenizer import resolve_lowercase
 from ..hf_import.config import CONFIG_FILE, ConversionError
 from ..hf_import.convert import ORIGIN_KEY, check_destination, write_files
 from ..hf_import.vocab import VOCAB_TXT
-from ..models.unilmv2 import TOKEN_TABLE, UniLMv2Model
+from ..hub.unilm import read_generation_defaults
+from ..models.unilmv2 import SEGMENT_TABLE, TOKEN_TABLE, UniLMv2Model
+from ..tasks.decoding_conventions import LENPEN_STYLES
 from .layouts import LAYOUTS, ExportError, Layout, check_exportable, export_state, head_names, hf_config
+from .model_card import card_facts, render_card
 
 logger = logging.getLogger(__name__)
 
 TOKENIZER_CONFIG = "tokenizer_config.json"
+GENERATION_JSON = "generation.json"  # an s2s-ft model's decoding: method, limits, type ids, search settings
+MODEL_CARD = "README.md"
+GENERATE_SCRIPT = "generate.py"  # standalone_generate.py, copied: generation with plain transformers
+STANDALONE_SOURCE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "standalone_generate.py")
+# the search settings a model folder's generation.json may give (the rest describe the model)
+SEARCH_KEYS = (
+    "beam", "lenpen", "lenpen_style", "min_len", "max_len_a", "max_len_b", "no_repeat_ngram_size",
+    "no_repeat_ngram_exempt",
+)  # fmt: skip
 TOKENIZER_CLASS = "BertTokenizer"  # the tokenizer of every format here (s2s-ft's UniLM tokenizer is one)
 SAFETENSORS_METADATA = {"format": "pt"}  # what transformers' own files carry
 # the roles a dictionary's special tokens play, as fairseq names them and as BERT's tokenizer config does
@@ -160,6 +172,43 @@ def seq2seq_type_ids(state: dict, type_rows: int) -> Tuple[Tuple[int, int], str]
     return seq2seq_layout.pretrained_segments(type_rows), f"{type_rows} segment embeddings"
 
 
+def generation_settings(checkpoint: str, state: dict, type_ids: Tuple[int, int]) -> Optional[dict]:
+    """What a decoder outside this project needs to generate as ``fairseq-generate`` does here, for a
+    checkpoint fine-tuned by ``--task unilm_seq2seq`` (None for any other): the s2s-ft method, the source
+    and target limits, the segment ids, and the search settings of the model folder's ``generation.json``
+    (the ones the test set was decoded with), else the hub's defaults (beam 5, lenpen 1, min_len 1, an
+    output as long as the target limit allows, no n-gram blocking) with the task's length-penalty style
+    and exempt tokens."""
+    cfg = state["cfg"]
+    if cfg.task._name != FINETUNING_TASK:
+        return None
+    model, task = cfg.model, cfg.task
+    source_limit = int(safe_getattr(model, "seq2seq_source_positions", 0) or task.max_source_positions)
+    target_limit = int(safe_getattr(model, "seq2seq_target_positions", 0) or task.max_target_positions)
+    exempt = safe_getattr(task, "no_repeat_ngram_exempt", None) or ""
+    settings = {
+        "method": str(safe_getattr(model, "seq2seq_method")),
+        "source_type_id": type_ids[0],
+        "target_type_id": type_ids[1],
+        "max_source_positions": source_limit,
+        "max_target_positions": target_limit,
+        "beam": 5,
+        "lenpen": 1.0,
+        "lenpen_style": str(safe_getattr(task, "lenpen_style", LENPEN_STYLES[0])),
+        "min_len": 1,
+        "max_len_a": 0,
+        "max_len_b": target_limit,
+        "no_repeat_ngram_size": 0,
+        "no_repeat_ngram_exempt": exempt.split() if isinstance(exempt, str) else list(exempt),
+    }
+    try:
+        decoded = read_generation_defaults(os.path.dirname(os.path.abspath(checkpoint)))
+    except ValueError as err:
+        raise ExportError(str(err)) from None
+    settings.update((key, value) for key, value in decoded.items() if key in SEARCH_KEYS)
+    return settings
+
+
 def _weights_file_content(state, layout: Layout):
     if layout.weights_file.endswith(".safetensors"):
         try:
@@ -179,7 +228,7 @@ def _untravelled_settings(state: dict) -> List[str]:
     if state["cfg"].task._name == FINETUNING_TASK:
         notes.append(
             f"the fine-tuning method ({safe_getattr(model_cfg, 'seq2seq_method', None)}) and the "
-            "source/target lengths are not part of the format: give them to the decoder that reads it"
+            "source/target lengths have no config.json field: generation.json holds them for a decoder"
         )
     return notes
 
@@ -191,6 +240,7 @@ def export_checkpoint(
     data: Optional[str] = None,
     lowercase: Optional[bool] = None,
     overwrite: bool = False,
+    command: Optional[str] = None,
 ) -> ExportResult:
     """Write the ``unilmv2`` model of ``checkpoint`` into ``out_dir`` in a Hugging Face layout.
 
@@ -205,6 +255,12 @@ def export_checkpoint(
         data: the folder with the dictionary of the checkpoint's task, when it has moved since training.
         lowercase: the tokenizer's ``do_lower_case``; None lets the vocabulary decide (cased when it holds
             cased entries), as ``--bpe wordpiece`` does.
+        command: the command line that ran the export, for the model card (default: this call in Python).
+    Every export also writes a model card, ``README.md`` (:mod:`~unilm_fairseq.hf_export.model_card`). A
+    model fine-tuned by ``--task unilm_seq2seq`` also gets ``generation.json``
+    (:func:`generation_settings`) and, in the ``bert`` layout, ``generate.py``: a script that generates
+    with plain ``transformers`` as ``fairseq-generate`` does here.
+
     Returns:
         an :class:`ExportResult`; task heads (classification, span) are left out, listed and logged.
     Raises:
@@ -225,12 +281,17 @@ def export_checkpoint(
     dictionary = load_dictionary(checkpoint, state)
     weights, type_rows = export_state(state["model"], model_cfg.encoder_layers, layout)
     tokens = vocab_tokens(dictionary, checkpoint)
-    type_ids = None
     notes = list(weights.notes)
-    if layout.relative_position_bias:
+    if SEGMENT_TABLE in state["model"]:
         type_ids, why = seq2seq_type_ids(state, type_rows)
+    else:  # no segment embeddings: the ids change nothing, and 0 is the only row BERT's layout gets
+        type_ids, why = (0, 0), "no segment embeddings"
+    if layout.relative_position_bias:
         notes.append(f"source_type_id {type_ids[0]}, target_type_id {type_ids[1]} ({why})")
-    config = hf_config(model_cfg, layout, len(dictionary), dictionary.pad(), type_rows, type_ids)
+    config = hf_config(
+        model_cfg, layout, len(dictionary), dictionary.pad(), type_rows,
+        type_ids if layout.relative_position_bias else None,
+    )  # fmt: skip
     if not isinstance(dictionary, TokenListDictionary):
         notes.append(
             "the dictionary is a fairseq dict.txt: vocab.txt keeps its ids, but its tokens are whatever the "
@@ -246,9 +307,22 @@ def export_checkpoint(
         )
         + "\n",
     }
+    heads = head_names(weights.dropped)
+    decoding = generation_settings(checkpoint, state, type_ids)
+    if decoding is not None:
+        files[GENERATION_JSON] = json.dumps(decoding, indent=2) + "\n"
+        if layout.name == "bert":
+            with open(STANDALONE_SOURCE, encoding="utf-8") as f:
+                files[GENERATE_SCRIPT] = f.read()
+    if command is None:
+        command = f"export_checkpoint({checkpoint!r}, {out_dir!r}, format={layout.name!r})"
+    facts = card_facts(
+        checkpoint, state, len(dictionary), decoding=decoding, export_command=command,
+        export_format=layout.name, left_out=heads,
+    )  # fmt: skip
+    files[MODEL_CARD] = render_card(facts)
     write_files(out_dir, files)
 
-    heads = head_names(weights.dropped)
     for note in notes:
         logger.info("%s: %s", checkpoint, note)
     if heads:
