@@ -73,7 +73,7 @@ def main(argv=None) -> int:
         f.write("\n")
     print(
         f"== model folder: {args.folder} (dictionaries, tokenizer, generation.json): "
-        f'UniLMModel.from_pretrained("{args.folder}").generate("text")'
+        f'from_pretrained("{args.folder}").generate("text") of UniLMModel (s2s-ft) or PALMHubInterface'
     )
     return 0
 

@@ -1,5 +1,5 @@
 # shellcheck shell=bash
-# Checks and counts the fine-tuning scripts share. Sourced, not run.
+# Checks, counts and the printed command record the fine-tuning scripts share. Sourced, not run.
 # require_pair_files DIR WHY: stop, naming the first missing file, unless DIR holds {train,valid,test}.{src,tgt}.
 require_pair_files() {
   local dir=$1 why=$2 split side
@@ -70,4 +70,54 @@ need_plain_path() {
       "whose path has neither" >&2
     exit 2
   fi
+}
+
+# The command record. Each command a recipe runs is printed before it runs ("+ COMMAND", on stderr, quoted
+# for the shell) and, when COMMAND_RECORD names a file, added to it as one line: that file is a script that
+# repeats the run (record_start begins it with "#!/usr/bin/env bash").
+# shell_words WORD...: the words as one line of shell, each quoted only where it needs it
+shell_words() {
+  local word words=()
+  for word in "$@"; do
+    if [[ $word =~ ^[A-Za-z0-9_./=:,+%@-]+$ ]]; then
+      words+=("$word")
+    else
+      words+=("'${word//\'/\'\\\'\'}'")
+    fi
+  done
+  printf '%s\n' "${words[*]}"
+}
+# record_start FILE: a new record in FILE (replacing one there), kept in COMMAND_RECORD; record_start -a
+# FILE goes on with the record in FILE, or begins one there
+record_start() {
+  local append=0
+  if [ "$1" = -a ]; then append=1; shift; fi
+  COMMAND_RECORD=$1
+  if [ "$append" = 0 ] || [ ! -s "$COMMAND_RECORD" ]; then
+    printf '#!/usr/bin/env bash\n' > "$COMMAND_RECORD"
+  fi
+}
+# show_command LINE: print "+ LINE" on stderr and add LINE to the record
+show_command() {
+  printf '+ %s\n' "$1" >&2
+  if [ -n "${COMMAND_RECORD:-}" ]; then printf '%s\n' "$1" >> "$COMMAND_RECORD"; fi
+}
+# run_shown COMMAND...: show, then run COMMAND
+run_shown() {
+  show_command "$(shell_words "$@")"
+  "$@"
+}
+# run_shown_to FILE COMMAND...: show "COMMAND > FILE", then run COMMAND with its standard output in FILE
+run_shown_to() {
+  local out=$1
+  shift
+  show_command "$(shell_words "$@") > $(shell_words "$out")"
+  "$@" > "$out"
+}
+# run_shown_tee FILE COMMAND...: show "COMMAND | tee FILE", then run it so
+run_shown_tee() {
+  local out=$1
+  shift
+  show_command "$(shell_words "$@") | tee $(shell_words "$out")"
+  "$@" | tee "$out"
 }

@@ -33,7 +33,8 @@
 #   MIN_LEN=1            minimum generated tokens (this project's choice: PALM names none)
 #   MAX_LEN_B=32         maximum generated tokens (this project's choice: PALM names none)
 #   GEN_BATCH=64         decoding batch size (this project's choice: speed only)
-#   UNK_TOKEN=<unk>      what the released "UNK" becomes (this project's choice: [UNK] for BERT vocabularies)
+#   UNK_TOKEN=<unk>      what the released "UNK" becomes; [UNK] when TOKENIZER is wordpiece (this project's
+#                        choice: the vocabulary's unknown token)
 #   METRICS=rouge        ROUGE-1/2/L F1 (PALM §3.4)
 case "${1:-}" in -h | --help) awk 'NR > 1 && !/^#/ {exit} NR > 1 {sub(/^# ?/, ""); print}' "$0"; exit 0 ;; esac  # usage, before any work
 set -euo pipefail
@@ -41,13 +42,18 @@ set -euo pipefail
 : "${TOTAL_BATCH:=64}" "${BATCH_PER_GPU:=32}" "${LR:=1e-5}" "${WARMUP:=10000}" "${EPOCHS:=10}"
 : "${DROPOUT:=0.1}" "${LABEL_SMOOTHING:=0.1}" "${WEIGHT_DECAY:=0.01}" "${CLIP_NORM:=1.0}"
 : "${SAVE_INTERVAL:=5000}" "${BEAM:=5}" "${LENPEN:=1.0}" "${NO_REPEAT_NGRAM:=3}" "${MIN_LEN:=1}"
-: "${MAX_LEN_B:=32}" "${GEN_BATCH:=64}" "${UNK_TOKEN:=<unk>}" "${METRICS:=rouge}"
+: "${MAX_LEN_B:=32}" "${GEN_BATCH:=64}" "${METRICS:=rouge}"
 # shellcheck source=pipeline.sh
 source "$(dirname "${BASH_SOURCE[0]}")/pipeline.sh"
 
 palm_prepare() {
+  case $TOKENIZER in  # known once the pipeline has looked at PRETRAINED
+    wordpiece) : "${UNK_TOKEN:=[UNK]}" ;;
+    *) : "${UNK_TOKEN:=<unk>}" ;;
+  esac
   # shellcheck disable=SC2046  # the tokenizer flags are words on purpose
-  "$PYTHON" "$PALM_REPO/scripts/prepare_seq2seq_data.py" --format gigaword --input "$1" --output "$2" \
+  run_shown "$PYTHON" "$PALM_REPO/scripts/prepare_seq2seq_data.py" --format gigaword \
+    --input "$1" --output "$2" \
     --unk-token "$UNK_TOKEN" --max-source-tokens $((MAX_SRC - 1)) $(palm_tokenizer_flags) ${EXTRA_PREP:-}
 }
 

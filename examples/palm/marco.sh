@@ -63,15 +63,15 @@ palm_prepare() {
   local flags=(--answer-type "$ANSWER_TYPE" --passages "$PASSAGES" --separator "$SEPARATOR"
                --max-source-tokens $((MAX_SRC - 1)))
   # shellcheck disable=SC2046  # the tokenizer flags are words on purpose
-  "$PYTHON" "$PALM_REPO/scripts/prepare_marco_data.py" --input "$train_json" --split train --output "$text" \
-    "${flags[@]}" $(palm_tokenizer_flags)
+  run_shown "$PYTHON" "$PALM_REPO/scripts/prepare_marco_data.py" --input "$train_json" \
+    --split train --output "$text" "${flags[@]}" $(palm_tokenizer_flags)
   # shellcheck disable=SC2046
-  "$PYTHON" "$PALM_REPO/scripts/prepare_marco_data.py" --input "$dev_json" --split dev --output "$text" \
-    "${flags[@]}" $(palm_tokenizer_flags)
+  run_shown "$PYTHON" "$PALM_REPO/scripts/prepare_marco_data.py" --input "$dev_json" \
+    --split dev --output "$text" "${flags[@]}" $(palm_tokenizer_flags)
   local side
   for side in src tgt id; do
-    head -n "$VALID_SIZE" "$text/dev.$side" > "$text/valid.$side"
-    tail -n +"$((VALID_SIZE + 1))" "$text/dev.$side" > "$text/test.$side"
+    run_shown_to "$text/valid.$side" head -n "$VALID_SIZE" "$text/dev.$side"
+    run_shown_to "$text/test.$side" tail -n +"$((VALID_SIZE + 1))" "$text/dev.$side"
   done
 }
 

@@ -5,23 +5,41 @@
 #
 # Steps (STAGES picks them, comma-separated, in this order):
 #   prepare     the recipe's palm_prepare: RAW -> WORK_DIR/text/{train,valid,test}.{src,tgt}
-#   preprocess  fairseq-preprocess with the pre-trained model's dictionary -> WORK_DIR/bin
+#   preprocess  fairseq-preprocess through the plugin's task (--user-dir, --task palm_seq2seq), which reads
+#               the pre-trained model's dictionary (the importer's dict.txt too: one token a line)
+#               -> WORK_DIR/bin
 #   train       fairseq-train --task palm_seq2seq --criterion label_smoothed_cross_entropy -> checkpoints
-#   generate    fairseq-generate on the test split -> WORK_DIR/gen.out
-#   score       scripts/score.py on gen.out -> WORK_DIR/scores.txt
+#   generate    fairseq-generate on the test split -> WORK_DIR/gen.out; the checkpoint folder becomes a
+#               model folder (scripts/write_model_folder.py): PALMHubInterface.from_pretrained(FOLDER)
+#               loads it with its dictionaries, tokenizer and these decoding settings
+#   score       scripts/score.py on gen.out -> WORK_DIR/scores.txt and scores.json; scores.json and
+#               commands.sh (below) are copied into the model folder
+# Every command is printed before it runs ("+ COMMAND") and added to WORK_DIR/commands.sh, a script of the
+# run's commands in order; the prepare stage begins it anew, later stages add to it.
 #
 # Variables every recipe shares (environment; default in brackets):
-#   PRETRAINED  a palm pre-training checkpoint (--task palm_pretrain); empty trains from scratch (smoke
-#               tests only) []
+#   PRETRAINED  a palm pre-training checkpoint (--task palm_pretrain, --pretrained-checkpoint), or what the
+#               checkpoint importer makes of a BERT-family model (scripts/convert_hf_checkpoint.py: model.pt,
+#               with dict.txt and model_args.txt beside it), which initialises the encoder and the shared
+#               embeddings (--pretrained-encoder; PALM §3.1 starts its encoder from RoBERTa) while the
+#               decoder starts fresh; empty trains from scratch (smoke tests only) []
 #   DICT        the dict.txt PRETRAINED was trained with [$(dirname PRETRAINED)/dict.txt]
-#   TOKENIZER   spm (sentencepiece model), wordpiece (BERT vocab.txt) or none (text already tokenized) [spm]
-#   VOCAB       spm.model or vocab.txt [$(dirname PRETRAINED)/spm.model or .../vocab.txt]
-#   ARCH        palm_base, palm_large or palm_tiny [palm_base]
+#   TOKENIZER   spm (sentencepiece model), wordpiece (BERT vocab.txt) or none (text already tokenized)
+#               [spm; wordpiece when PRETRAINED is the importer's and has no spm.model beside it]
+#   VOCAB       spm.model or vocab.txt [$(dirname PRETRAINED)/spm.model or .../vocab.txt; for wordpiece,
+#               its dict.txt when there is no vocab.txt: the importer writes the vocabulary there]
+#   ARCH        palm_base, palm_large or palm_tiny [a palm PRETRAINED's own architecture and sizes, read
+#               from the checkpoint; else palm_base]; from the importer's PRETRAINED, the encoder's sizes are
+#               those in its model_args.txt, the decoder takes the encoder's width, heads and FFN and ARCH's
+#               depth (--decoder-layers N among the fairseq-train flags changes it)
 #   NO_COPY     1: ablate the pointer (--no-copy, the paper's Table 6 ablation) [0]
 #   ABLATION    autoencoding or autoregression: Table 6's other ablations of PRETRAINED, the encoder or the
 #               decoder left at random initialisation (--pretrained-ablation, PALM §3.7) [none]
 #   GPUS        GPUs fairseq-train uses [all visible]; --update-freq = TOTAL_BATCH / (GPUS * BATCH_PER_GPU)
-#   FP16        1: train and decode with --fp16 (needs CUDA) [1]
+#   FP16        1: train and decode with --fp16 (needs CUDA) [1 when CUDA is available, else 0]
+#   EVAL_ROUGE  1: validation also decodes the valid set with the recipe's test decoding settings and logs
+#               its ROUGE-1/2/L (--eval-rouge); checkpoint_best.pt, which is decoded, is the one with the
+#               highest validation ROUGE-L (--best-checkpoint-metric rouge_l); 0: the lowest loss [1]
 #   SEED        random seed [1]
 #   WORKERS     fairseq-preprocess workers [8]
 #   CKPT        checkpoint to decode [WORK_DIR/checkpoints/checkpoint_best.pt]
@@ -69,17 +87,34 @@ palm_main() {
   : "${PYTHON:=python}" "${STAGES:=prepare,preprocess,train,generate,score}" "${PRETRAINED:=}"
   local model_dir
   model_dir=$(dirname "${PRETRAINED:-.}")
+  # what the checkpoint importer makes: a unilmv2 encoder with its architecture flags beside it
+  local imported=0
+  if [ -n "$PRETRAINED" ] && [ -f "$model_dir/model_args.txt" ] \
+    && [[ " $(cat "$model_dir/model_args.txt") " == *" --arch unilmv2"* ]]; then
+    imported=1
+  fi
+  if [ -z "${TOKENIZER:-}" ] && [ "$imported" = 1 ] && [ ! -f "$model_dir/spm.model" ]; then
+    TOKENIZER=wordpiece
+  fi
+  local arch_given=${ARCH:-}
   : "${DICT:=$model_dir/dict.txt}" "${TOKENIZER:=spm}" "${ARCH:=palm_base}" "${NO_COPY:=0}"
   : "${ABLATION:=none}"
-  : "${FP16:=1}" "${SEED:=1}" "${WORKERS:=8}" "${ADAM_EPS:=1e-8}"
-  : "${LENPEN_STYLE:=gnmt}"
+  : "${FP16:=$("$PYTHON" -c 'import torch; print(int(torch.cuda.is_available()))')}"
+  : "${SEED:=1}" "${WORKERS:=8}" "${ADAM_EPS:=1e-8}"
+  : "${LENPEN_STYLE:=gnmt}" "${EVAL_ROUGE:=1}"
+  need_choice EVAL_ROUGE 0 1
   case $TOKENIZER in
     spm) : "${VOCAB:=$model_dir/spm.model}" ;;
-    wordpiece) : "${VOCAB:=$model_dir/vocab.txt}" ;;
+    wordpiece)
+      if [ -z "${VOCAB:-}" ] && [ ! -f "$model_dir/vocab.txt" ] && [ -f "$model_dir/dict.txt" ]; then
+        VOCAB=$model_dir/dict.txt
+      fi
+      : "${VOCAB:=$model_dir/vocab.txt}" ;;
   esac
   local text=$work/text bin=$work/bin save=$work/checkpoints gen=$work/gen.out
   local user_dir=$PALM_REPO/unilm_fairseq
   mkdir -p "$work"
+  if palm_stage prepare; then record_start "$work/commands.sh"; else record_start -a "$work/commands.sh"; fi
 
   if palm_stage prepare; then
     if [ ! -e "$raw" ]; then
@@ -102,13 +137,25 @@ palm_main() {
       echo "DICT=$DICT does not exist: fine-tuning needs the pre-trained model's dictionary" >&2
       exit 1
     fi
-    fairseq-preprocess --source-lang src --target-lang tgt \
+    # through the plugin's task, which reads the importer's dict.txt (one token a line, no counts)
+    run_shown fairseq-preprocess --user-dir "$user_dir" --task palm_seq2seq \
+      --source-lang src --target-lang tgt \
       --trainpref "$text/train" --validpref "$text/valid" --testpref "$text/test" \
       --destdir "$bin" --workers "$WORKERS" "${dict_flags[@]}"
   fi
 
-  local model_flags=()
+  local model_flags=() arch_flags=(--arch "$ARCH")
   if [ "$NO_COPY" = 1 ]; then model_flags+=(--no-copy); fi
+  if [ "$imported" = 1 ]; then  # the encoder's sizes from the importer's flags; the decoder follows them
+    local words i
+    read -r -a words < "$model_dir/model_args.txt"
+    for (( i = 0; i + 1 < ${#words[@]}; i++ )); do
+      case ${words[i]} in
+        --encoder-layers | --encoder-embed-dim | --encoder-ffn-embed-dim | --encoder-attention-heads \
+          | --activation-fn) arch_flags+=("${words[i]}" "${words[i + 1]}") ;;
+      esac
+    done
+  fi
   if palm_stage train; then
     local steps=${STEPS:-}
     if [ -z "$steps" ]; then  # the paper gives epochs: count the updates they take
@@ -120,13 +167,27 @@ palm_main() {
       echo "TOTAL_BATCH=$TOTAL_BATCH is not a multiple of GPUS*BATCH_PER_GPU=$per_step" >&2
       exit 1
     fi
+    if [ "$imported" = 0 ] && [ -z "$arch_given" ] && [ -f "$PRETRAINED" ]; then
+      local own
+      own=$(palm_checkpoint_arch "$PRETRAINED")
+      if [ -n "$own" ]; then read -r -a arch_flags <<< "$own"; fi
+    fi
     local train_flags=("${model_flags[@]}")
-    if [ -n "$PRETRAINED" ]; then train_flags+=(--pretrained-checkpoint "$PRETRAINED"); fi
+    if [ "$imported" = 1 ]; then
+      train_flags+=(--pretrained-encoder "$PRETRAINED")
+    elif [ -n "$PRETRAINED" ]; then
+      train_flags+=(--pretrained-checkpoint "$PRETRAINED")
+    fi
     if [ "$ABLATION" != none ]; then train_flags+=(--pretrained-ablation "$ABLATION"); fi
     if [ "$FP16" = 1 ]; then train_flags+=(--fp16); fi
+    if [ "$EVAL_ROUGE" = 1 ]; then  # validation decodes as the test set is decoded; the best by ROUGE-L
+      train_flags+=(--eval-rouge --eval-rouge-detok "$(palm_detok)" --lenpen-style "$LENPEN_STYLE"
+        --eval-rouge-args "$(palm_decoding_json)" --best-checkpoint-metric rouge_l
+        --maximize-best-checkpoint-metric)
+    fi
     echo "training: $steps updates ($WARMUP warm-up) of $TOTAL_BATCH examples" \
       "= $GPUS GPUs x $BATCH_PER_GPU x update-freq $(( TOTAL_BATCH / per_step ))" >&2
-    fairseq-train "$bin" --user-dir "$user_dir" --task palm_seq2seq --arch "$ARCH" \
+    run_shown fairseq-train "$bin" --user-dir "$user_dir" --task palm_seq2seq "${arch_flags[@]}" \
       --criterion label_smoothed_cross_entropy --label-smoothing "$LABEL_SMOOTHING" --report-accuracy \
       --max-source-positions "$MAX_SRC" --max-target-positions "$MAX_TGT" --truncate-source \
       --optimizer adam --adam-betas '(0.9, 0.999)' --adam-eps "$ADAM_EPS" --weight-decay "$WEIGHT_DECAY" \
@@ -144,19 +205,84 @@ palm_main() {
     local gen_flags=()
     if [ "$TOKENIZER" = spm ]; then gen_flags+=(--post-process sentencepiece); fi
     if [ "$FP16" = 1 ]; then gen_flags+=(--fp16); fi
-    fairseq-generate "$bin" --user-dir "$user_dir" --task palm_seq2seq \
-      --path "${CKPT:-$save/checkpoint_best.pt}" --max-source-positions "$MAX_SRC" \
+    local decoded=${CKPT:-$save/checkpoint_best.pt}
+    run_shown_to "$gen" fairseq-generate "$bin" --user-dir "$user_dir" --task palm_seq2seq \
+      --path "$decoded" --max-source-positions "$MAX_SRC" \
       --max-target-positions "$MAX_TGT" --truncate-source --gen-subset test --batch-size "$GEN_BATCH" \
       --beam "$BEAM" --lenpen "$LENPEN" --lenpen-style "$LENPEN_STYLE" \
       --no-repeat-ngram-size "$NO_REPEAT_NGRAM" --min-len "$MIN_LEN" \
       --max-len-a 0 --max-len-b "$MAX_LEN_B" --required-batch-size-multiple 1 --scoring rouge \
-      ${gen_flags[@]+"${gen_flags[@]}"} > "$gen"
+      ${gen_flags[@]+"${gen_flags[@]}"}
+    local bpe_flags=(--bpe none)
+    if [ "$TOKENIZER" = wordpiece ]; then bpe_flags=(--bpe wordpiece --bpe-file "$VOCAB"); fi
+    if [ "$TOKENIZER" = spm ]; then bpe_flags=(--bpe sentencepiece --bpe-file "$VOCAB"); fi
+    # the checkpoint folder becomes a model folder (when generation read real files: not under test stubs)
+    if [ "$(dirname "$decoded")" = "$save" ] && [ -f "$decoded" ] && [ -f "$bin/dict.src.txt" ]; then
+      run_shown "$PYTHON" "$PALM_REPO/scripts/write_model_folder.py" "$save" --dicts "$bin" \
+        --checkpoint "$(basename "$decoded")" "${bpe_flags[@]}" --beam "$BEAM" --lenpen "$LENPEN" \
+        --lenpen-style "$LENPEN_STYLE" --min-len "$MIN_LEN" --max-len-b "$MAX_LEN_B" \
+        --no-repeat-ngram-size "$NO_REPEAT_NGRAM"
+    fi
   fi
 
   if palm_stage score; then
     local score_flags=()
     if [ "$TOKENIZER" = wordpiece ]; then score_flags+=(--detok wordpiece); fi
-    "$PYTHON" "$PALM_REPO/scripts/score.py" --generate-output "$gen" --metrics "$METRICS" \
-      ${score_flags[@]+"${score_flags[@]}"} | tee "$work/scores.txt"
+    run_shown_tee "$work/scores.txt" "$PYTHON" "$PALM_REPO/scripts/score.py" --generate-output "$gen" \
+      --metrics "$METRICS" --json "$work/scores.json" ${score_flags[@]+"${score_flags[@]}"}
+    if [ -f "$save/generation.json" ]; then cp "$work/scores.json" "$save/scores.json"; fi
   fi
+  # the model folder keeps the commands that made it
+  if [ -f "$save/generation.json" ]; then cp "$work/commands.sh" "$save/commands.sh"; fi
+}
+
+# palm_checkpoint_arch CHECKPOINT: the --arch and size flags a palm checkpoint was built with (nothing when
+# its config names no palm architecture), so that fine-tuning builds the model the weights fit
+palm_checkpoint_arch() {
+  "$PYTHON" - "$1" <<'PY'
+import sys
+
+import torch
+
+try:  # only the config is read: a memory map leaves the weights on disk
+    state = torch.load(sys.argv[1], map_location="cpu", mmap=True, weights_only=False)
+except RuntimeError:  # a checkpoint in torch's legacy format
+    state = torch.load(sys.argv[1], map_location="cpu", weights_only=False)
+model = (state.get("cfg") or {}).get("model")
+args = state.get("args")
+if model is None and args is not None:
+    model = args
+
+
+def option(name):
+    return model.get(name) if hasattr(model, "get") else getattr(model, name, None)
+
+
+arch = option("arch") or option("_name") if model is not None else None
+if arch and str(arch).startswith("palm"):
+    flags = ["--arch", str(arch)]
+    for name in ("encoder_layers", "decoder_layers", "encoder_embed_dim", "encoder_ffn_embed_dim",
+                 "decoder_ffn_embed_dim", "encoder_attention_heads", "decoder_attention_heads",
+                 "activation_fn", "encoder_layernorm_eps", "copy_attention_dim"):
+        value = option(name)
+        if value is not None:
+            flags += ["--" + name.replace("_", "-"), str(value)]
+    print(" ".join(flags))
+PY
+}
+
+# the --eval-rouge-detok of TOKENIZER: how validation turns pieces back into text
+palm_detok() {
+  case $TOKENIZER in
+    spm) echo sentencepiece ;;
+    wordpiece) echo wordpiece ;;
+    *) echo none ;;
+  esac
+}
+
+# the test set's decoding settings as --eval-rouge-args
+palm_decoding_json() {
+  printf '{"beam": %s, "lenpen": %s, "min_len": %s, "max_len_a": 0, "max_len_b": %s, ' \
+    "$BEAM" "$LENPEN" "$MIN_LEN" "$MAX_LEN_B"
+  printf '"no_repeat_ngram_size": %s}\n' "$NO_REPEAT_NGRAM"
 }

@@ -10,6 +10,9 @@
 #   generate    fairseq-generate on the test split -> WORK_DIR/gen.out; the checkpoint folder becomes a
 #               model folder (scripts/write_model_folder.py: UniLMModel.from_pretrained(WORK_DIR/checkpoints))
 #   score       scripts/score.py on gen.out (WordPiece joined with --detok wordpiece) -> WORK_DIR/scores.txt
+#               and scores.json; scores.json and commands.sh (below) are copied into the model folder
+# Every command is printed before it runs ("+ COMMAND") and added to WORK_DIR/commands.sh, a script of the
+# run's commands in order; the prepare stage begins it anew, later stages add to it.
 #
 # Variables every recipe shares (environment; default in brackets):
 #   PRETRAINED     fairseq checkpoint of the pre-trained model, e.g. from the checkpoint importer
@@ -26,6 +29,10 @@
 #   GPUS           GPUs fairseq-train uses [all visible]; with BATCH_PER_GPU and the recipe's TOTAL_BATCH
 #                  it sets --update-freq = TOTAL_BATCH / (GPUS * BATCH_PER_GPU), which must divide evenly
 #   FP16           1: train and decode with --fp16 (needs CUDA) [1 when CUDA is available, else 0]
+#   EVAL_ROUGE     1: validation also decodes the valid set with the recipe's test decoding settings and
+#                  logs its ROUGE-1/2/L (--eval-rouge); checkpoint_best.pt is the one with the highest
+#                  validation ROUGE-L (--best-checkpoint-metric rouge_l); CKPT still decodes the last one
+#                  unless it is set; 0: validation loss only [1]
 #   SEED           random seed [1]
 #   WORKERS        fairseq-preprocess workers [8]
 #   CKPT           checkpoint to decode [WORK_DIR/checkpoints/checkpoint_last.pt: the end of the schedule]
@@ -75,7 +82,8 @@ s2s_ft_main() {
   model_dir=$(dirname "${PRETRAINED:-.}")
   : "${DICT:=$model_dir/dict.txt}" "${TOKENIZER:=wordpiece}" "${LOWERCASE:=1}"
   : "${FP16:=$("$PYTHON" -c 'import torch; print(int(torch.cuda.is_available()))')}"
-  : "${SEED:=1}" "${WORKERS:=8}" "${SCORING:=rouge}" "${EXTRA_PREP:=}"
+  : "${SEED:=1}" "${WORKERS:=8}" "${SCORING:=rouge}" "${EXTRA_PREP:=}" "${EVAL_ROUGE:=1}"
+  need_choice EVAL_ROUGE 0 1
   local arch_flags=(--arch "${ARCH:-unilmv2_base}")
   if [ -z "${ARCH:-}" ] && [ -n "$PRETRAINED" ] && [ -f "$model_dir/model_args.txt" ]; then
     # shellcheck disable=SC2207  # the importer's architecture flags are one line of words
@@ -96,6 +104,7 @@ s2s_ft_main() {
   local text=$work/text bin=$work/bin save=$work/checkpoints gen=$work/gen.out
   local user_dir=$S2S_FT_REPO/unilm_fairseq
   mkdir -p "$work"
+  if s2s_ft_stage prepare; then record_start "$work/commands.sh"; else record_start -a "$work/commands.sh"; fi
 
   if s2s_ft_stage prepare; then
     if [ ! -d "$raw" ]; then
@@ -118,7 +127,7 @@ s2s_ft_main() {
       *) echo "LOWERCASE must be 1, 0 or auto, not '$LOWERCASE'" >&2; exit 2 ;;
     esac
     # shellcheck disable=SC2086  # EXTRA_PREP is split into words on purpose
-    "$PYTHON" "$S2S_FT_REPO/scripts/prepare_seq2seq_data.py" "${prep[@]}" \
+    run_shown "$PYTHON" "$S2S_FT_REPO/scripts/prepare_seq2seq_data.py" "${prep[@]}" \
       ${TASK_PREP[@]+"${TASK_PREP[@]}"} $EXTRA_PREP
   fi
 
@@ -132,8 +141,8 @@ s2s_ft_main() {
       exit 1
     fi
     # through the plugin's task, which reads the importer's dict.txt (one token a line, no counts)
-    fairseq-preprocess --user-dir "$user_dir" --task unilm_seq2seq --source-lang src --target-lang tgt \
-      --trainpref "$text/train" --validpref "$text/valid" --testpref "$text/test" \
+    run_shown fairseq-preprocess --user-dir "$user_dir" --task unilm_seq2seq --source-lang src \
+      --target-lang tgt --trainpref "$text/train" --validpref "$text/valid" --testpref "$text/test" \
       --destdir "$bin" --workers "$WORKERS" "${dict_flags[@]}"
   fi
 
@@ -155,9 +164,15 @@ s2s_ft_main() {
     if [ "$METHOD" = pseudo_masked ]; then train_flags+=(--target-word-drop-prob "$TARGET_MASK_PROB"); fi
     if [ -n "$PRETRAINED" ]; then train_flags+=(--pretrained-checkpoint "$PRETRAINED"); fi
     if [ "$FP16" = 1 ]; then train_flags+=(--fp16); fi
+    if [ "$EVAL_ROUGE" = 1 ]; then  # validation decodes as the test set is decoded; the best by ROUGE-L
+      train_flags+=(--eval-rouge --eval-rouge-detok "$(s2s_ft_detok)" --lenpen-style "$LENPEN_STYLE")
+      if [ -n "${NGRAM_EXEMPT:-}" ]; then train_flags+=(--no-repeat-ngram-exempt "$NGRAM_EXEMPT"); fi
+      train_flags+=(--eval-rouge-args "$(s2s_ft_decoding_json)" --best-checkpoint-metric rouge_l
+        --maximize-best-checkpoint-metric)
+    fi
     echo "training: $steps updates ($warmup warm-up) of $TOTAL_BATCH examples" \
       "= $GPUS GPUs x $BATCH_PER_GPU x update-freq $(( TOTAL_BATCH / per_step ))" >&2
-    fairseq-train "$bin" --user-dir "$user_dir" --task unilm_seq2seq "${arch_flags[@]}" \
+    run_shown fairseq-train "$bin" --user-dir "$user_dir" --task unilm_seq2seq "${arch_flags[@]}" \
       --criterion unilm_seq2seq --label-smoothing "$LABEL_SMOOTHING" --finetune-method "$METHOD" \
       --max-source-positions "$MAX_SRC" --max-target-positions "$MAX_TGT" \
       --optimizer adam --adam-betas '(0.9, 0.999)' --adam-eps "$ADAM_EPS" --weight-decay "$WEIGHT_DECAY" \
@@ -175,19 +190,19 @@ s2s_ft_main() {
     if [ "$TOKENIZER" = spm ]; then gen_flags+=(--post-process sentencepiece); fi
     if [ "$FP16" = 1 ]; then gen_flags+=(--fp16); fi
     if [ -n "${NGRAM_EXEMPT:-}" ]; then gen_flags+=(--no-repeat-ngram-exempt "$NGRAM_EXEMPT"); fi
-    fairseq-generate "$bin" --user-dir "$user_dir" --task unilm_seq2seq \
+    run_shown_to "$gen" fairseq-generate "$bin" --user-dir "$user_dir" --task unilm_seq2seq \
       --path "${CKPT:-$save/checkpoint_last.pt}" \
       --finetune-method "$METHOD" --max-source-positions "$MAX_SRC" --max-target-positions "$MAX_TGT" \
       --gen-subset test --batch-size "$GEN_BATCH" --beam "$BEAM" --lenpen "$LENPEN" \
       --lenpen-style "$LENPEN_STYLE" --no-repeat-ngram-size "$NO_REPEAT_NGRAM" --min-len "$MIN_LEN" \
       --max-len-a 0 --max-len-b "$MAX_LEN_B" \
-      --required-batch-size-multiple 1 --scoring "$SCORING" ${gen_flags[@]+"${gen_flags[@]}"} > "$gen"
+      --required-batch-size-multiple 1 --scoring "$SCORING" ${gen_flags[@]+"${gen_flags[@]}"}
     local decoded=${CKPT:-$save/checkpoint_last.pt} bpe_flags=(--bpe none)
     if [ "$TOKENIZER" = wordpiece ]; then bpe_flags=(--bpe wordpiece --bpe-file "$VOCAB"); fi
     if [ "$TOKENIZER" = spm ]; then bpe_flags=(--bpe sentencepiece --bpe-file "$VOCAB"); fi
     # the checkpoint folder becomes a model folder (when generation read real files: not under test stubs)
     if [ "$(dirname "$decoded")" = "$save" ] && [ -f "$decoded" ] && [ -f "$bin/dict.src.txt" ]; then
-      "$PYTHON" "$S2S_FT_REPO/scripts/write_model_folder.py" "$save" --dicts "$bin" \
+      run_shown "$PYTHON" "$S2S_FT_REPO/scripts/write_model_folder.py" "$save" --dicts "$bin" \
         --checkpoint "$(basename "$decoded")" "${bpe_flags[@]}" --beam "$BEAM" --lenpen "$LENPEN" \
         --lenpen-style "$LENPEN_STYLE" --min-len "$MIN_LEN" --max-len-b "$MAX_LEN_B" \
         --no-repeat-ngram-size "$NO_REPEAT_NGRAM" ${NGRAM_EXEMPT:+--no-repeat-ngram-exempt "$NGRAM_EXEMPT"}
@@ -198,7 +213,27 @@ s2s_ft_main() {
     local score_flags=()
     # fairseq-generate has no --post-process for BERT's "##" pieces; sentencepiece was undone there
     if [ "$TOKENIZER" = wordpiece ]; then score_flags+=(--detok wordpiece); fi
-    "$PYTHON" "$S2S_FT_REPO/scripts/score.py" --generate-output "$gen" --metrics "$METRICS" \
-      ${score_flags[@]+"${score_flags[@]}"} ${TASK_SCORE[@]+"${TASK_SCORE[@]}"} | tee "$work/scores.txt"
+    run_shown_tee "$work/scores.txt" "$PYTHON" "$S2S_FT_REPO/scripts/score.py" --generate-output "$gen" \
+      --metrics "$METRICS" --json "$work/scores.json" ${score_flags[@]+"${score_flags[@]}"} \
+      ${TASK_SCORE[@]+"${TASK_SCORE[@]}"}
+    if [ -f "$save/generation.json" ]; then cp "$work/scores.json" "$save/scores.json"; fi
   fi
+  # the model folder keeps the commands that made it
+  if [ -f "$save/generation.json" ]; then cp "$work/commands.sh" "$save/commands.sh"; fi
+}
+
+# the --eval-rouge-detok of TOKENIZER: how validation turns pieces back into text
+s2s_ft_detok() {
+  case $TOKENIZER in
+    spm) echo sentencepiece ;;
+    wordpiece) echo wordpiece ;;
+    *) echo none ;;
+  esac
+}
+
+# the test set's decoding settings as --eval-rouge-args
+s2s_ft_decoding_json() {
+  printf '{"beam": %s, "lenpen": %s, "min_len": %s, "max_len_a": 0, "max_len_b": %s, ' \
+    "$BEAM" "$LENPEN" "$MIN_LEN" "$MAX_LEN_B"
+  printf '"no_repeat_ngram_size": %s}\n' "$NO_REPEAT_NGRAM"
 }

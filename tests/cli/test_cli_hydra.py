@@ -28,6 +28,11 @@ def pairs_bin(tmp_path_factory):
     return binarize_pairs(tmp_path_factory.mktemp("pairs"), pairs)
 
 
+# the recipes validate on ROUGE with their test decoding (40+ tokens, "." exempt from n-gram blocking):
+# the same path at the tiny data's size
+TINY_ROUGE = ["""task.eval_rouge_args='{"beam": 2, "max_len_b": 6}'"""]
+
+
 def hydra_train(config_dir, name, save, *overrides, env=None, check=True):
     return run_cli(["fairseq-hydra-train", "--config-dir", config_dir, "--config-name", name,
                     f"checkpoint.save_dir={save}", *TINY, *overrides], env=env, check=check)  # fmt: skip
@@ -42,7 +47,8 @@ def test_s2s_ft_config(pairs_bin, tmp_path):
     save = tmp_path / "ckpt"
     proc = hydra_train("examples/s2s_ft/config", "cnndm", save, f"task.data={pairs_bin}",
                        "task.pretrained_checkpoint=null", "model._name=unilmv2_tiny",
-                       "task.max_source_positions=16", "task.max_target_positions=16",
+                       "task.max_source_positions=16", "task.max_target_positions=16", *TINY_ROUGE,
+                       "task.no_repeat_ngram_exempt=null",
                        env={"STEPS": "2", "WARMUP": "1"})  # fmt: skip
     records = train_records(proc.stdout + proc.stderr)
     assert [r["num_updates"] for r in records] == [1, 2] and all(r["loss"] > 0 for r in records)
@@ -52,6 +58,8 @@ def test_s2s_ft_config(pairs_bin, tmp_path):
     assert cfg["task"]["finetune_method"] == "pseudo_masked" and cfg["task"]["target_word_drop_prob"] == 0.7
     assert cfg["optimizer"]["adam_eps"] == 1e-06 and cfg["optimizer"]["weight_decay"] == 0.01
     assert cfg["optimization"]["max_update"] == 2 and cfg["lr_scheduler"]["total_num_update"] == 2
+    assert cfg["task"]["eval_rouge"] and cfg["checkpoint"]["best_checkpoint_metric"] == "rouge_l"
+    assert "rouge_l" in proc.stdout + proc.stderr  # validation decoded and scored
     # the architecture named in an override applies its presets (unilmv2_tiny: 3 layers, hidden 64)
     assert cfg["model"]["encoder_layers"] == 3 and model["lm_head.dense.weight"].shape == (64, 64)
     assert (save / "hydra_train.log").is_file()  # the log beside the checkpoints
@@ -87,7 +95,7 @@ def test_palm_config(pairs_bin, tmp_path):
         f"{part}.{side}_positions=16" for part in ("task", "model") for side in ("max_source", "max_target")
     ]
     hydra_train("examples/palm/config", "cnndm", save, f"task.data={pairs_bin}", "model._name=palm_tiny",
-                "task.pretrained_checkpoint=null", "lr_scheduler.warmup_updates=1", *positions,
+                "task.pretrained_checkpoint=null", "lr_scheduler.warmup_updates=1", *positions, *TINY_ROUGE,
                 env={"STEPS": "2"})  # fmt: skip
     cfg, model = checkpoint_cfg(save)
     assert cfg["criterion"]["_name"] == "label_smoothed_cross_entropy" and cfg["task"]["truncate_source"]

@@ -3,14 +3,21 @@ updates, from what the checkpoint importer makes: a converted tiny BERT whose fo
 dict.txt and model_args.txt (no vocab.txt), with row files as Hugging Face ``datasets`` exports them.
 
 The recipes must find the vocabulary (dict.txt), binarize through the plugin's task, build the model the
-checkpoint's model_args.txt describes, and choose float32 where there is no CUDA."""
+checkpoint's model_args.txt describes, and choose float32 where there is no CUDA. The PALM recipes
+(CNN/DailyMail, Gigaword) start their encoder from the same checkpoint. Every recipe validates on ROUGE with
+its test decoding settings and leaves a model folder that the hub loads with one argument, holding the test
+scores and the commands that made it."""
 
 import json
 import os
+import re
+import subprocess
 import sys
 
 import pytest
 import torch
+
+from unilm_fairseq.scoring.metrics import detokenize
 
 from ..helpers.cli import REPO, run_cli
 from ..helpers.hf import TINY, save_hf, wordpiece_tokens
@@ -29,7 +36,7 @@ def words(i, count):
 
 def row(recipe, i):
     """One row in the layout of the recipe's Hugging Face dataset."""
-    if recipe == "cnndm.sh":
+    if recipe == "cnndm.sh":  # s2s-ft's and PALM's
         return {"article": words(i, 12) + " .", "highlights": words(i, 3) + " .\n" + words(i + 1, 2) + " ."}
     if recipe == "squad_qg.sh":
         context = words(i, 12)
@@ -80,7 +87,88 @@ def test_paper_recipe_runs_from_an_importer_checkpoint(tmp_path, converted, reci
     # the checkpoint folder is a model folder with the recipe's decoding settings
     settings = json.loads((work / "checkpoints" / "generation.json").read_text())
     assert (settings["beam"], settings["max_len_b"], settings["lenpen_style"]) == (2, 5, "gnmt")
+    check_validation_and_record(proc, work)
     from unilm_fairseq import UniLMModel
 
     model = UniLMModel.from_pretrained(str(work / "checkpoints"))
     assert isinstance(model.generate("w1 w3 w5 w7"), str)
+
+
+def check_validation_and_record(proc, work):
+    """Validation logged ROUGE and picked the best checkpoint by it; the model folder holds the test scores
+    and every command the recipe printed, in order, as a script."""
+    train = next(line for line in proc.stderr.splitlines() if line.startswith("+ fairseq-train "))
+    assert "--eval-rouge " in train and "--best-checkpoint-metric rouge_l" in train
+    assert re.search(r"valid on 'valid' subset \|.* rouge_l [\d.]+", proc.stdout + proc.stderr)
+    folder = work / "checkpoints"
+    scores = json.loads((folder / "scores.json").read_text())
+    assert scores == json.loads((work / "scores.json").read_text()) and "rougeL" in json.dumps(scores)
+    printed = [line[2:] for line in proc.stderr.splitlines() if line.startswith("+ ")]
+    record = (folder / "commands.sh").read_text().splitlines()
+    assert record[0] == "#!/usr/bin/env bash" and record[1:] == printed
+    programs = [line.split()[0] for line in printed]
+    assert programs == [
+        "python",
+        "fairseq-preprocess",
+        "fairseq-train",
+        "fairseq-generate",
+        "python",
+        "python",
+    ]
+    assert subprocess.run(["bash", "-n", str(folder / "commands.sh")]).returncode == 0
+
+
+@pytest.mark.parametrize("recipe", ["cnndm.sh", "gigaword.sh"])
+def test_palm_recipe_starts_from_an_importer_checkpoint_and_leaves_a_model_folder(
+    tmp_path, converted, recipe
+):
+    raw = tmp_path / "raw"
+    raw.mkdir()
+    for split, count in ROWS.items():
+        with open(raw / f"{split}.jsonl", "w", encoding="utf-8") as f:
+            f.writelines(json.dumps(row(recipe, i)) + "\n" for i in range(count))
+    env = {"PRETRAINED": str(converted / "model.pt"), "STEPS": "2", "WARMUP": "1", "GPUS": "1",
+           "TOTAL_BATCH": "2", "BATCH_PER_GPU": "2", "MAX_SRC": "32", "MAX_TGT": "8", "GEN_BATCH": "4",
+           "BEAM": "2", "LENPEN": "0.8", "MIN_LEN": "1", "MAX_LEN_B": "5", "NO_REPEAT_NGRAM": "2",
+           "WORKERS": "1", "METRICS": "rouge", "SAVE_INTERVAL": "2", "CUDA_VISIBLE_DEVICES": ""}  # fmt: skip
+    work = tmp_path / "work"
+    proc = run_cli(["bash", os.path.join(REPO, "examples", "palm", recipe), str(raw), str(work),
+                    "--cpu", "--num-workers", "0", "--decoder-layers", "1"], env=env)  # fmt: skip
+    log = proc.stdout + proc.stderr
+    # the importer's encoder (24 wide, 2 layers, WordPiece over its dict.txt) initialises PALM's encoder
+    train = next(line for line in proc.stderr.splitlines() if line.startswith("+ fairseq-train "))
+    assert "--encoder-embed-dim 24" in train and "--encoder-layers 2" in train, train
+    assert f"--pretrained-encoder {converted / 'model.pt'}" in train and "--fp16" not in train
+    assert "initialised the encoder and the shared embeddings from" in log, log[-3000:]
+    preprocess = next(line for line in proc.stderr.splitlines() if line.startswith("+ fairseq-preprocess "))
+    assert "--task palm_seq2seq" in preprocess and "--wordpiece-vocab" in proc.stderr
+    generated = (work / "gen.out").read_text()
+    sources = dict(re.findall(r"^S-(\d+)\t(.*)$", generated, re.M))
+    hypotheses = dict(re.findall(r"^H-(\d+)\t\S+\t(.*)$", generated, re.M))
+    assert len(hypotheses) == ROWS["test"]
+    assert "ROUGE" in (work / "scores.txt").read_text()
+    check_validation_and_record(proc, work)
+    # the model folder: one argument loads it, and generate() decodes as the test set was decoded
+    folder = work / "checkpoints"
+    settings = json.loads((folder / "generation.json").read_text())
+    decoding = {"beam": 2, "lenpen": 0.8, "min_len": 1, "max_len_a": 0, "max_len_b": 5,
+                "no_repeat_ngram_size": 2}  # fmt: skip
+    assert {key: settings[key] for key in decoding} == decoding
+    assert (settings["bpe"], settings["lenpen_style"], settings["checkpoint"]) == (
+        "wordpiece", "gnmt", "checkpoint_best.pt",
+    )  # fmt: skip
+    from unilm_fairseq import PALMHubInterface
+    from unilm_fairseq.models.palm import PALMModel
+
+    palm = PALMModel.from_pretrained(str(folder))
+    assert type(palm) is PALMHubInterface
+    assert palm._decoding_settings(**dict.fromkeys(decoding)) == decoding
+    assert palm.generation_defaults["lenpen_style"] == "gnmt"
+    # the test set's hypotheses again, from its sources as text, in fairseq-generate's batch (GEN_BATCH)
+    ids = sorted(sources, key=int)
+    expected = [detokenize(hypotheses[i], "wordpiece") for i in ids]
+    assert palm.generate([sources[i] for i in ids], batch_size=4) == expected
+    text = palm.generate("w9 w11 w13 w15 w17 w19 w21 .")
+    assert isinstance(text, str) and text.strip()
+    ids = palm.encode(text)
+    assert len(ids) > 1 and palm.src_dict.unk() not in ids.tolist()  # words of the vocabulary

@@ -78,3 +78,18 @@ def test_the_folder_writer_copies_what_loading_needs_and_refuses_what_is_missing
     assert refused.returncode == 2 and "--bpe-file goes with" in refused.stderr
     missing = write_folder(tmp_path / "ckpt", *common[:3], "checkpoint_last.pt", *common[4:], "--bpe", "none")
     assert missing.returncode == 1 and "checkpoint_last.pt: no such file" in missing.stderr
+
+
+def test_the_palm_model_class_leaves_the_checkpoint_to_the_folder(monkeypatch):
+    """``PALMModel.from_pretrained(FOLDER)`` loads the checkpoint the folder's generation.json names (the one
+    that was decoded), as the hub interface does, rather than always ``checkpoint_best.pt``."""
+    from unilm_fairseq.hub.palm import PALMHubInterface
+    from unilm_fairseq.models.palm import PALMModel
+
+    calls = []
+    monkeypatch.setattr(
+        PALMHubInterface, "from_pretrained", classmethod(lambda cls, *args, **kw: calls.append(args))
+    )
+    PALMModel.from_pretrained("folder")
+    assert calls == [("folder", None, ".")]
+    assert issubclass(PALMHubInterface, UniLMHubInterface)  # generation.json and the target-length default

@@ -45,9 +45,9 @@ RECIPES = [
 
 # paths, hardware, selectors and switches: not hyperparameters, so not in the table
 PLUMBING = {
-    "ABLATION", "ARCH", "CASED", "CKPT", "CPU", "DICT", "EXTRA_PREP", "FP16", "GPUS", "INIT", "LOWERCASE",
-    "MAX_SENTENCES", "MODEL", "MODEL_ARGS", "NO_COPY", "PRETRAINED", "PYTHON", "SCORING", "SEED", "SETTINGS",
-    "STAGES", "TOKENIZER", "VERSION", "VOCAB", "WORKERS",
+    "ABLATION", "ARCH", "CASED", "CKPT", "CPU", "DICT", "EVAL_ROUGE", "EXTRA_PREP", "FP16", "GPUS", "INIT",
+    "LOWERCASE", "MAX_SENTENCES", "MODEL", "MODEL_ARGS", "NO_COPY", "PRETRAINED", "PYTHON", "SCORING", "SEED",
+    "SETTINGS", "STAGES", "TOKENIZER", "VERSION", "VOCAB", "WORKERS",
 }  # fmt: skip
 
 # flags whose literal values (not "$VARIABLE") are hyperparameters
@@ -428,6 +428,54 @@ def test_palm_counts_epochs_into_updates_with_a_linear_schedule(stubs, tmp_path)
     assert flag(train, "--max-update") == flag(train, "--total-num-update") == str((1000 + 63) // 64 * 10)
     assert flag(train, "--lr-scheduler") == "polynomial_decay" and flag(train, "--lr") == "1e-5"
     assert flag(train, "--warmup-updates") == "10000" and flag(runs["fairseq-generate"], "--beam") == "5"
+
+
+def test_palm_builds_the_model_its_pretrained_checkpoint_describes(stubs, tmp_path):
+    """A palm PRETRAINED gives its own architecture and sizes (ARCH overrides them); what the checkpoint
+    importer makes (model_args.txt beside it) initialises the encoder, with the sizes model_args.txt names."""
+    import torch
+
+    palm = tmp_path / "palm"
+    palm.mkdir()
+    sizes = argparse.Namespace(arch="palm_tiny", encoder_layers=3, decoder_layers=1, encoder_embed_dim=32)
+    torch.save({"cfg": {"model": sizes}}, palm / "checkpoint_best.pt")
+    env = {"PRETRAINED": str(palm / "checkpoint_best.pt"), "PYTHON": sys.executable, "FP16": "0"}
+    train = stubbed_run(stubs, tmp_path / "a", "examples/palm/cnndm.sh", examples=64, **env)["fairseq-train"]
+    assert (flag(train, "--arch"), flag(train, "--encoder-layers"), flag(train, "--decoder-layers")) == (
+        "palm_tiny", "3", "1",
+    )  # fmt: skip
+    assert flag(train, "--pretrained-checkpoint") == env["PRETRAINED"] and "--pretrained-encoder" not in train
+    train = stubbed_run(stubs, tmp_path / "b", "examples/palm/cnndm.sh", examples=64, ARCH="palm_base", **env)
+    assert flag(train["fairseq-train"], "--arch") == "palm_base"
+    assert "--encoder-layers" not in train["fairseq-train"]
+    imported = tmp_path / "imported"
+    imported.mkdir()
+    (imported / "model.pt").write_bytes(b"")
+    (imported / "model_args.txt").write_text(MINILM_ARGS + "\n")
+    env["PRETRAINED"] = str(imported / "model.pt")
+    train = stubbed_run(stubs, tmp_path / "c", "examples/palm/cnndm.sh", examples=64, **env)["fairseq-train"]
+    assert flag(train, "--pretrained-encoder") == env["PRETRAINED"] and "--pretrained-checkpoint" not in train
+    assert (flag(train, "--arch"), flag(train, "--encoder-layers"), flag(train, "--encoder-embed-dim")) == (
+        "palm_base", "6", "384",
+    )  # fmt: skip
+    assert "--max-positions" not in train and "--rel-pos-bins" not in train  # unilmv2's own options
+
+
+@pytest.mark.parametrize("recipe", ["examples/s2s_ft/xsum.sh", "examples/palm/gigaword.sh"])
+def test_validation_decodes_as_the_test_set_is_decoded_unless_turned_off(stubs, tmp_path, recipe):
+    runs = stubbed_run(stubs, tmp_path / "a", recipe, examples=64)
+    train, generate = runs["fairseq-train"], runs["fairseq-generate"]
+    settings = json.loads(flag(train, "--eval-rouge-args"))
+    for option in ("beam", "lenpen", "min_len", "max_len_a", "max_len_b", "no_repeat_ngram_size"):
+        assert float(settings[option]) == float(flag(generate, "--" + option.replace("_", "-"))), option
+    assert flag(train, "--lenpen-style") == flag(generate, "--lenpen-style") == "gnmt"
+    assert flag(train, "--no-repeat-ngram-exempt") == flag(generate, "--no-repeat-ngram-exempt")
+    assert (
+        flag(train, "--best-checkpoint-metric") == "rouge_l" and "--maximize-best-checkpoint-metric" in train
+    )
+    assert flag(train, "--eval-rouge-detok") == ("wordpiece" if "s2s_ft" in recipe else "sentencepiece")
+    train = stubbed_run(stubs, tmp_path / "b", recipe, examples=64, EVAL_ROUGE="0")["fairseq-train"]
+    assert not [arg for arg in train if arg.startswith("--") and "rouge" in arg] and "rouge_l" not in train
 
 
 def squad_run(stubs, tmp_path, recipe: str, version: str, **env: str) -> Dict[str, List[str]]:

@@ -210,10 +210,11 @@ class PALMModel(TransformerModel):
             )
 
     @classmethod
-    def from_pretrained(
-        cls, model_dir, checkpoint_file="checkpoint_best.pt", data_name_or_path=".", **kwargs
-    ):
-        """Load a fine-tuned checkpoint for generation from text: a :class:`PALMHubInterface`."""
+    def from_pretrained(cls, model_dir, checkpoint_file=None, data_name_or_path=".", **kwargs):
+        """Load a fine-tuned checkpoint for generation from text: a :class:`PALMHubInterface`.
+
+        ``checkpoint_file`` defaults to the one a model folder's ``generation.json`` names, else
+        ``checkpoint_best.pt`` (see :meth:`PALMHubInterface.from_pretrained`)."""
         return PALMHubInterface.from_pretrained(model_dir, checkpoint_file, data_name_or_path, **kwargs)
 
     @classmethod
