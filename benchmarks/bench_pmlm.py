@@ -163,8 +163,9 @@ def _to(batch, device):
 
 
 def fresh_items(dataset: PMLMDataset, indices) -> List[Dict]:
-    """Items built now, bypassing the dataset's per-item cache (for the data-time column)."""
-    return [type(dataset)._build.__wrapped__(dataset, dataset.seed, dataset.epoch, i) for i in indices]
+    """Items built now (a seeded dataset builds every item afresh on each access; for the data-time
+    column)."""
+    return [dataset[i] for i in indices]
 
 
 def build_batches(variant: str, datasets: Dict[str, PMLMDataset], indices, pad, device) -> List[Batch]:

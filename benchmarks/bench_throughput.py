@@ -30,7 +30,25 @@ the same ``dict.txt`` (each task adds ``<mask>``) and the same ``train`` split, 
 ``--tokens``-token blocks with ``--sample-break-mode none`` (RoBERTa: ``<s>`` + 255
 tokens; UniLM: "[SOS] A [EOS] B [EOS]"). Batches of ``--batch-size`` blocks come
 from each task's own batch iterator and collater, built before timing (their build
-time is its own column).
+time is its own column, measured as below).
+
+Batch building ("data ms"): what one ``--num-workers`` data-loader worker does per
+batch, ``dataset.collater([dataset[i] for i in batch])`` over the index lists of the
+kept batches, timed in this process's CPU time (other processes on a shared machine
+disturb it less than wall time; wall time is shown too) and thrown away. Then the same
+as a worker sends it ("worker ms"): the build plus moving the batch's tensors to
+shared memory, as the worker's pickler does. ``--data-rounds`` rounds of each, the
+systems interleaved (the order reversed every round); per system the median over
+batches and rounds, ratios the median of per-round ratios against RoBERTa.
+``--data-only`` measures just this (no model is built), at base size with ``--tokens
+512 --batch-size 32``, and sets it against a GPU step time (``--gpu-step-ms``, by
+default issue 25's PMLM step at base size on an H100 in float32) for the worker
+counts of fairseq's default ``--num-workers`` and of the pre-training recipe: with
+``W`` workers, a batch is ready every ``worker ms / W`` (``W = 0``: the main process
+builds it between steps). ``--reference DIR`` repeats the measurement in a child
+process whose ``unilm_fairseq`` is ``DIR/unilm_fairseq`` (e.g. ``git archive HEAD
+unilm_fairseq | tar -x -C DIR``), so old and new code appear side by side, each
+against its own process's RoBERTa.
 
 An update is fairseq's: ``task.train_step`` (forward, criterion, backward), gradients
 divided by the sample size, one Adam step. Words/s is fairseq's ``wps``:
@@ -52,6 +70,7 @@ Usage::
     python benchmarks/bench_throughput.py --rounds 2 --updates 2 --no-memory   # quick
     python benchmarks/bench_throughput.py --profile                      # + per-op CPU profile of one update
     python benchmarks/bench_throughput.py --device cuda --rounds 5 --updates 20
+    python benchmarks/bench_throughput.py --data-only --tokens 512 --batch-size 32 --reference /tmp/ref
 """
 
 import argparse
@@ -82,6 +101,13 @@ SENTENCE_LENGTHS = (8, 40)  # words per sentence, inclusive
 DOCUMENT_SENTENCES = 60  # sentences per document: long documents, so blocks are full
 ZIPF_EXPONENT = 1.1
 PROFILE_ROWS = 20
+# issue 25: one PMLM (AE+PAR) update at base size (12 x 768, 512 tokens, batch 32) on an H100, float32
+GPU_STEP_MS = 50.0
+# issue 25: RoBERTa's batch build on that H100 machine's CPU, to scale this machine's ratios by
+HOST_ROBERTA_MS = 15.6
+# data-loader workers of examples/unilmv2_pretrain/continue_pretraining.sh (WORKERS, default 4)
+RECIPE_WORKERS = 4
+DATA_TARGET = 1.5  # AE and PMLM batch build / RoBERTa's, at most
 
 ROBERTA, AE, AE_NOREL, PMLM = "roberta", "ae", "ae-norel", "pmlm"
 SYSTEMS = (ROBERTA, AE, AE_NOREL, PMLM)
@@ -119,6 +145,18 @@ def parse_args(argv=None):
     )
     parser.add_argument("--no-memory", action="store_true", help="CPU: skip the per-system memory runs")
     parser.add_argument("--profile", action="store_true", help="after timing, profile one update of each")
+    parser.add_argument("--data-rounds", type=int, default=10, help="rounds of timed batch building")
+    parser.add_argument(
+        "--data-only", action="store_true", help="time batch building only (no model), with the GPU context"
+    )
+    parser.add_argument(
+        "--reference",
+        default=None,
+        metavar="DIR",
+        help="also time batch building with DIR/unilm_fairseq (an older tree), in a child process",
+    )
+    parser.add_argument("--gpu-step-ms", type=float, default=GPU_STEP_MS, help="GPU step time, ms")
+    parser.add_argument("--data-json", action="store_true", help=argparse.SUPPRESS)  # child: print JSON
     parser.add_argument("--data", default=None, help=argparse.SUPPRESS)  # a binarized corpus to reuse
     parser.add_argument("--memory-child", default=None, choices=SYSTEMS, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
@@ -127,7 +165,8 @@ def parse_args(argv=None):
     if unknown:
         parser.error(f"unknown systems {unknown}; choose from {list(SYSTEMS)}")
     args.systems = [s for s in SYSTEMS if s == ROBERTA or s in systems]
-    for name in ("layers", "dim", "ffn", "heads", "batch_size", "batches", "updates", "rounds", "vocab"):
+    for name in ("layers", "dim", "ffn", "heads", "batch_size", "batches", "updates", "rounds", "vocab",
+                 "data_rounds"):  # fmt: skip
         if getattr(args, name) < 1:
             parser.error(f"--{name.replace('_', '-')} must be at least 1")
     if args.dim % args.heads:
@@ -194,9 +233,10 @@ def system_argv(system: str, data: str, args) -> List[str]:
 
 
 class System:
-    """One system's task, model, criterion, optimizer and pre-built batches."""
+    """One system's task, model, criterion, optimizer and pre-built batches (``with_model=False``: the
+    task and the batches' indices only, for timing batch building)."""
 
-    def __init__(self, name: str, data: str, args, device: torch.device):
+    def __init__(self, name: str, data: str, args, device: torch.device, with_model: bool = True):
         self.name = name
         parser = options.get_training_parser()
         ns = options.parse_args_and_arch(parser, system_argv(name, data, args))
@@ -205,32 +245,56 @@ class System:
         torch.manual_seed(args.seed)
         self.task = tasks.setup_task(cfg.task)
         self.task.load_dataset("train")
+        # per round, the medians over the batches of: CPU and wall seconds building one; CPU seconds
+        # building one and handing it on (moving its tensors to shared memory), as a worker does
+        self.data_seconds: Dict[str, List[float]] = {"cpu": [], "wall": [], "worker": []}
+        if not with_model:
+            self.batch_indices = [s["id"].tolist() for s in self._batches(args, torch.device("cpu"))]
+            return
         self.model = self.task.build_model(cfg.model).to(device)
         self.criterion = self.task.build_criterion(cfg.criterion).to(device)
         params = [p for p in self.model.parameters() if p.requires_grad]
         self.optimizer = optim.build_optimizer(cfg.optimizer, params)
         self.parameters = sum(p.numel() for p in params)
-        self.batches, self.data_seconds = self._batches(args, device)
+        self.batches = self._batches(args, device)
+        self.batch_indices = [s["id"].tolist() for s in self.batches]
         self.update_num = 0
 
     def _batches(self, args, device):
-        """The first ``--batches`` full batches of the task's own iterator, and seconds per batch built."""
+        """The first ``--batches`` full batches of the task's own iterator."""
         iterator = self.task.get_batch_iterator(
             dataset=self.task.dataset("train"), max_tokens=None, max_sentences=args.batch_size,
             max_positions=None, seed=args.seed, num_workers=0,
         ).next_epoch_itr(shuffle=False)  # fmt: skip
-        batches, seconds = [], []
-        start = time.perf_counter()
+        batches = []
         for sample in iterator:
             if sample["nsentences"] == args.batch_size:
                 batches.append(utils.move_to_cuda(sample) if device.type == "cuda" else sample)
-                seconds.append(time.perf_counter() - start)
             if len(batches) == args.batches:
                 break
-            start = time.perf_counter()
         if len(batches) < args.batches:
             raise RuntimeError(f"{self.name}: only {len(batches)} full batches in the corpus")
-        return batches, statistics.median(seconds)
+        return batches
+
+    def time_building(self, handoff: bool = False) -> None:
+        """Builds every kept batch again (items, then the collater) and throws it away; records the
+        medians over the batches in :attr:`data_seconds` (``cpu`` and ``wall``). With ``handoff``, as a
+        data-loader worker does: each batch's tensors are also moved to shared memory, as the worker's
+        pickler does to send it, and the CPU time of both is recorded (``worker``)."""
+        dataset = self.task.dataset("train")
+        seconds = {key: [] for key in self.data_seconds}
+        for indices in self.batch_indices:
+            wall, cpu = time.perf_counter(), time.process_time()
+            batch = dataset.collater([dataset[i] for i in indices])
+            if handoff:
+                utils.apply_to_sample(lambda tensor: tensor.share_memory_(), batch)
+                seconds["worker"].append(time.process_time() - cpu)
+            else:
+                seconds["cpu"].append(time.process_time() - cpu)
+                seconds["wall"].append(time.perf_counter() - wall)
+        for key, values in seconds.items():
+            if values:
+                self.data_seconds[key].append(statistics.median(values))
 
     def update(self, sample) -> None:
         """fairseq's update: task.train_step, gradients over the sample size, one Adam step."""
@@ -343,6 +407,146 @@ def run_rounds(systems: Dict[str, System], args, device, sync: Callable[[], None
     return seconds, words, cpu_words, peak
 
 
+def time_data_rounds(systems: Dict[str, "System"], rounds: int) -> None:
+    """``rounds`` rounds of :meth:`System.time_building`, the systems interleaved, the order reversed
+    every round (one untimed round first), then as many with the hand-off."""
+    names = list(systems)
+    for handoff in (False, True):
+        for r in range(rounds + 1):
+            for name in names if r % 2 == 0 else names[::-1]:
+                systems[name].time_building(handoff)
+    for system in systems.values():
+        for values in system.data_seconds.values():
+            del values[0]  # the warm-up round
+
+
+def data_figures(systems: Dict[str, "System"]) -> Dict[str, dict]:
+    """Per system and measure (``cpu``, ``wall``, ``worker``): the median ms per batch over the rounds
+    and the median of per-round ratios to RoBERTa (and the per-round ratios)."""
+    base = systems[ROBERTA].data_seconds
+    figures = {}
+    for name, system in systems.items():
+        own = system.data_seconds
+        figures[name] = {key: statistics.median(values) * 1e3 for key, values in own.items()}
+        for key in own:
+            ratios = [v / r for v, r in zip(own[key], base[key])]
+            figures[name][key + "_ratio"] = statistics.median(ratios)
+            figures[name][key + "_ratios"] = ratios
+    return figures
+
+
+def reference_figures(args, data: str) -> Dict[str, dict]:
+    """:func:`data_figures` of the plugin in ``--reference``, from a child process."""
+    plugin = os.path.join(os.path.abspath(args.reference), "unilm_fairseq")
+    if not os.path.isfile(os.path.join(plugin, "__init__.py")):
+        raise SystemExit(f"--reference {args.reference}: no unilm_fairseq package there")
+    cmd = [
+        sys.executable, os.path.abspath(__file__), "--data-only", "--data-json", "--data", data,
+        "--tokens", str(args.tokens), "--batch-size", str(args.batch_size),
+        "--mask-prob", str(args.mask_prob), "--batches", str(args.batches),
+        "--data-rounds", str(args.data_rounds), "--threads", str(args.threads),
+        "--vocab", str(args.vocab), "--seed", str(args.seed), "--systems", ",".join(args.systems),
+    ]  # fmt: skip
+    path = [os.path.abspath(args.reference)] + [p for p in [os.environ.get("PYTHONPATH")] if p]
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(path))
+    result = subprocess.run(cmd, check=True, capture_output=True, text=True, env=env)
+    figures = json.loads(result.stdout.strip().splitlines()[-1])
+    if os.path.realpath(figures.pop("plugin")) != os.path.realpath(plugin):
+        raise SystemExit(f"--reference {args.reference}: the child imported another unilm_fairseq")
+    return figures
+
+
+def default_workers() -> int:
+    """fairseq's default ``--num-workers`` (``DatasetConfig.num_workers``)."""
+    from fairseq.dataclass.configs import DatasetConfig
+
+    return DatasetConfig.num_workers
+
+
+def data_report(args, figures: Dict[str, dict], reference: Optional[Dict[str, dict]]) -> None:
+    """The batch-building table (against the reference when there is one) and the GPU-step context."""
+    names = [n for n in args.systems if n in figures]
+    header = f"{'system':<24}{'CPU ms':>8}{'vs RoBERTa':>11}  {'target':<13}{'wall ms':>8}{'vs RoB':>7}"
+    header += f"{'worker ms':>10}{'vs RoB':>7}"
+    if reference is not None:
+        header += f"{'ref CPU ms':>11}{'ref vs RoB':>11}{'speed-up':>9}"
+    header += "  per-round CPU ratios"
+    print()
+    print(header)
+    print("-" * len(header))
+    for name in names:
+        fig = figures[name]
+        target = ""
+        if name in (AE, PMLM):
+            target = f"<= {DATA_TARGET} {'PASS' if fig['cpu_ratio'] <= DATA_TARGET else 'FAIL'}"
+        line = (
+            f"{LABELS[name]:<24}{fig['cpu']:>8.2f}{fig['cpu_ratio']:>11.2f}  {target:<13}"
+            f"{fig['wall']:>8.2f}{fig['wall_ratio']:>7.2f}{fig['worker']:>10.2f}{fig['worker_ratio']:>7.2f}"
+        )
+        if reference is not None:
+            ref = reference[name]
+            line += f"{ref['cpu']:>11.2f}{ref['cpu_ratio']:>11.2f}{ref['cpu'] / fig['cpu']:>8.1f}x"
+        print(line + "  " + " ".join(f"{v:.2f}" for v in fig["cpu_ratios"]))
+    print(
+        f"(one batch of {args.batch_size} x {args.tokens} tokens, items then collater as a data-loader "
+        f"worker builds it; CPU ms: this process's CPU time, which other processes disturb less than "
+        f"wall time; worker ms: CPU time building it and moving its tensors to shared memory, as a worker "
+        f"does to send it; "
+        f"medians over {args.batches} batches x {args.data_rounds} rounds; vs RoBERTa: median of "
+        "per-round ratios"
+        + ("; ref: the --reference plugin in a child process, against its own RoBERTa)" if reference else ")")
+    )
+    workers = sorted({0, default_workers(), RECIPE_WORKERS})
+    print()
+    print(
+        f"loading vs the GPU step: {args.gpu_step_ms:g} ms per update (issue 25: PMLM at base size, "
+        "12 x 768, 512 tokens, batch 32, H100, float32). With W workers a batch is ready every "
+        "worker ms / W (W = 0: the main process builds it between steps: CPU ms, nothing handed off)"
+    )
+    print(
+        f"(fairseq's default --num-workers is {default_workers()}; examples/unilmv2_pretrain/"
+        f"continue_pretraining.sh uses {RECIPE_WORKERS}. 'H100 host': this machine's ratios to RoBERTa "
+        f"times RoBERTa's {HOST_ROBERTA_MS:g} ms built there)"
+    )
+    head = f"{'system':<24}{'where':<14}" + "".join(f"{f'W={w} ms/batch':>16}" for w in workers)
+    print(head)
+    print("-" * len(head))
+    for name in names:
+        fig = figures[name]
+        host = (fig["cpu_ratio"] * HOST_ROBERTA_MS, fig["worker_ratio"] * HOST_ROBERTA_MS)
+        for where, (build, worker) in (("this machine", (fig["cpu"], fig["worker"])), ("H100 host", host)):
+            cells = ""
+            for w in workers:
+                per = build if w == 0 else worker / w
+                verdict = "adds" if w == 0 else ("ok" if per <= args.gpu_step_ms else "SLOW")
+                cells += f"{per:>11.1f} {verdict:<4}"
+            print(f"{LABELS[name]:<24}{where:<14}{cells}")
+    print(f"(ok: ready within one {args.gpu_step_ms:g} ms step; SLOW: the GPU waits; adds: W = 0 adds it)")
+
+
+def data_only(args) -> None:
+    """``--data-only``: batch building of every system, interleaved, against the reference and a GPU step."""
+    with tempfile.TemporaryDirectory(prefix="bench_throughput_") as workdir:
+        data = args.data or binarize(workdir, args)
+        systems = {n: System(n, data, args, torch.device("cpu"), with_model=False) for n in args.systems}
+        if not args.data_json:
+            print("unilm_fairseq batch-building benchmark: UniLMv2 pre-training batches against RoBERTa's")
+            print(machine_line(torch.device("cpu")))
+            print(f"plugin  : {PLUGIN_DIR}" + (f"; reference: {args.reference}" if args.reference else ""))
+            print(f"load avg: {load_average()} (1/5/15 min) at start")
+            busy = busy_warning(torch.get_num_threads(), "(ratios are steadier than absolute figures)")
+        time_data_rounds(systems, args.data_rounds)
+        figures = data_figures(systems)
+        if args.data_json:
+            print(json.dumps(dict(figures, plugin=PLUGIN_DIR)))
+            return
+        reference = reference_figures(args, data) if args.reference else None
+        data_report(args, figures, reference)
+        print(f"load avg: {load_average()} (1/5/15 min) at end")
+        if busy:
+            print(busy)
+
+
 def profile_update(system: System, rows: int) -> None:
     """torch profiler over one update: the most expensive ops by self CPU time."""
     from torch.profiler import ProfilerActivity, profile
@@ -404,7 +608,8 @@ def report(systems, args, device, seconds, words, cpu_words, cuda_peak, memory) 
         length, predicted = system.shape()
         line = (
             f"{LABELS[name]:<24}{system.parameters / 1e6:>9.2f}{length:>9}{predicted:>10.0f}"
-            f"{system.data_seconds * 1e3:>8.1f}{statistics.median(seconds[name]):>9.3f}"
+            f"{statistics.median(system.data_seconds['cpu']) * 1e3:>8.1f}"
+            f"{statistics.median(seconds[name]):>9.3f}"
             f"{spread(seconds[name], 3):>14}{statistics.median(words[name]):>9.0f}"
             f"{statistics.median(per_round(words, name)):>11.2f}"
         )
@@ -419,7 +624,8 @@ def report(systems, args, device, seconds, words, cpu_words, cuda_peak, memory) 
         print(line)
     print(
         "(words/s: fairseq's wps, the batch's text tokens (sample['ntokens']) per second of update; "
-        "vs RoBERTa: median of per-round ratios; data ms: building one batch, outside the timing)"
+        "vs RoBERTa: median of per-round ratios; data ms: CPU time building one batch, outside the "
+        "timing, as --data-only times it)"
     )
     if on_cpu:
         print(
@@ -459,6 +665,9 @@ def main(argv: Optional[List[str]] = None):
         memory_child(args)
         return
     torch.set_num_threads(args.threads or os.cpu_count())
+    if args.data_only:
+        data_only(args)
+        return
     device = torch.device(args.device)
     sync = torch.cuda.synchronize if device.type == "cuda" else (lambda: None)
 
@@ -484,6 +693,7 @@ def main(argv: Optional[List[str]] = None):
             "system, order reversed every round"
         )
         seconds, words, cpu_words, cuda_peak = run_rounds(systems, args, device, sync)
+        time_data_rounds(systems, args.data_rounds)
         memory = cpu_memory(args, data) if device.type != "cuda" and not args.no_memory else None
 
         report(systems, args, device, seconds, words, cpu_words, cuda_peak, memory)

@@ -29,10 +29,13 @@ The rules, in words (docs/masks.md sections 2-5, with diagrams):
   An original of step ``i`` sees the context and the originals of steps
   ``<= i``; a ``[P]`` of step ``i`` sees the context, the originals of steps
   ``< i`` and the ``[P]`` tokens of step ``i``. No other token sees a ``[P]``.
+  :func:`pmlm_mask` builds it for one example; :func:`pmlm_batch_mask` builds a
+  whole batch from its step and kind columns, without per-example masks.
 """
 
 from typing import Optional, Sequence
 
+import numpy as np
 import torch
 from torch import Tensor
 
@@ -216,3 +219,64 @@ def pad_masks_after_context(masks: Sequence[Tensor], context_lengths: Sequence[i
         columns = torch.cat([torch.arange(context), width + torch.arange(n - context)])
         batch[i, columns.unsqueeze(1), columns.unsqueeze(0)] = visible
     return batch
+
+
+def pmlm_batch_mask(
+    context_lengths: Tensor, appended_lengths: Tensor, step: Tensor, is_pseudo: Tensor
+) -> Tensor:
+    """The PMLM masks of a batch (UniLMv2 §3.2, Figure 5), laid out as :func:`pad_masks_after_context`.
+
+    Equal to ``pad_masks_after_context([pmlm_mask(c_i, step_i, is_pseudo_i) ...], context_lengths)``
+    but built for the whole batch at once: the context columns are filled by slices, and the
+    appended block comes from comparisons of the step ids over ``(B, A, A)``, not from ``B``
+    per-example ``(L_i, L_i)`` masks scattered into the batch.
+
+    CPU tensors only (it runs in data loading).
+
+    Args:
+        context_lengths: ``(B,)`` long, ``C_i``.
+        appended_lengths: ``(B,)`` long, ``A_i``, the appended tokens of each example.
+        step: ``(B, A)`` long, the factorization step (``>= 1``) of example ``i``'s appended token
+            ``j`` in column ``j < A_i``; columns past ``A_i`` are padding (any value).
+        is_pseudo: ``(B, A)`` bool, True for ``[P]``, False for an original token.
+    Returns:
+        ``(B, C + A, C + A)`` bool with ``C = max(C_i)``, ``A = step.size(1)``: example ``i``'s
+        context at columns ``0..C_i-1``, its appended tokens from column ``C``; padded keys are
+        invisible and a padded query sees only itself.
+    """
+    if step.dim() != 2 or step.shape != is_pseudo.shape:
+        raise ValueError(
+            f"step and is_pseudo must be (B, A) of one shape, got {tuple(step.shape)} and "
+            f"{tuple(is_pseudo.shape)}"
+        )
+    bsz, appended = step.shape
+    if context_lengths.shape != (bsz,) or appended_lengths.shape != (bsz,):
+        raise ValueError(
+            f"context_lengths and appended_lengths must be ({bsz},), got {tuple(context_lengths.shape)} "
+            f"and {tuple(appended_lengths.shape)}"
+        )
+    if bsz and int(appended_lengths.max()) > appended:
+        raise ValueError(f"an appended length {int(appended_lengths.max())} is longer than step's {appended}")
+    # numpy: per-call overhead is lower than torch's for the many small slices below
+    context_lengths, appended_lengths = context_lengths.tolist(), appended_lengths.tolist()
+    width = max(context_lengths, default=0)
+    length = width + appended
+    visible = np.zeros((bsz, length, length), dtype=bool)
+    for i, (context, tail) in enumerate(zip(context_lengths, appended_lengths)):
+        visible[i, :context, :context] = True  # the context sees the context
+        visible[i, width : width + tail, :context] = True  # so does every appended token
+    if appended:
+        step, is_pseudo = step.numpy(), is_pseudo.numpy()
+        real = np.arange(appended) < np.array(appended_lengths).reshape(-1, 1)
+        pseudo = is_pseudo & real
+        original = real & ~is_pseudo
+        # an original key of step s is seen by an original query of step >= s and a [P] of step > s:
+        # key s <= the query's threshold (its step, minus one for a [P]; -1 for padding)
+        threshold = np.where(real, step - pseudo, -1)
+        key_step = np.where(original, step, np.iinfo(step.dtype).max)
+        sees = key_step[:, None, :] <= threshold[:, :, None]
+        # a [P] key is seen by the [P]s of its own step only (-1 and -2 never match)
+        sees |= np.where(pseudo, step, -1)[:, None, :] == np.where(pseudo, step, -2)[:, :, None]
+        visible[:, width:, width:] = sees
+    visible.reshape(bsz, length * length)[:, :: length + 1] = True  # padded queries see themselves
+    return torch.from_numpy(visible)

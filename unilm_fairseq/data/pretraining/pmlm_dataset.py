@@ -4,15 +4,16 @@ from typing import Dict, List
 
 import numpy as np
 import torch
-from fairseq.data import data_utils
 
 from ... import masks
 from ..complete_batches import CompleteBatchesMixin
 from ..masking import MaskedInputCorruption, MaskingConfig
 from ..seeded import SeededDataset
-from .blockwise_masking import blockwise_mask_steps
+from .blockwise_masking import blockwise_mask_spans, span_positions
 
 CONTEXT, ORIGINAL, PSEUDO = 0, 1, 2
+# the tensors of an item, in order
+FIELDS = ("source", "target", "positions", "segments", "kind", "step")
 
 
 class PMLMDataset(CompleteBatchesMixin, SeededDataset):
@@ -99,48 +100,62 @@ class PMLMDataset(CompleteBatchesMixin, SeededDataset):
         item = self.dataset[index]
         tokens, segments = item["tokens"].numpy(), item["segments"].numpy()
         rng = self.rng(index)
-        maskable = ~np.isin(tokens, self.special)
-        steps = blockwise_mask_steps(maskable, rng, **self.mask_args)
-        if not self.blockwise:
-            steps = [np.array([p]) for p in rng.permutation(np.concatenate(steps))] if steps else []
-        masked = np.concatenate(steps) if steps else np.zeros(0, dtype=np.int64)
+        maskable = tokens != self.special[0]  # not a special token (np.isin costs more for three ids)
+        for special in self.special[1:]:
+            maskable &= tokens != special
+        starts, lengths = blockwise_mask_spans(maskable, rng, **self.mask_args)
+        masked = span_positions(starts, lengths)  # every step's positions, in factorization order
+        if not self.blockwise and len(masked):
+            masked = rng.permutation(masked)  # one token per step, in a random order
+            lengths = np.ones(len(masked), dtype=np.int64)
+        step = np.repeat(np.arange(1, len(lengths) + 1), lengths)  # the step of each masked position
 
-        context = tokens.copy()
+        n, m = len(tokens), len(masked)
+        appended = 2 * m - int(lengths[-1]) if self.par and m else 0  # the last step has no originals
+        # one (6, n + 2m) block, a row per field; the item's tensors are its rows (views)
+        fields = np.empty((len(FIELDS), n + (2 * m if appended else 0)), dtype=np.int64)
+        source, target, positions, segment, kind, step_of = fields
+        source[:n] = tokens
+        originals = tokens[masked]
         if self.ae:
-            context[masked] = self.corrupt(tokens[masked], rng)
+            source[masked] = self.corrupt(originals, rng)
         else:
-            context[masked] = self.mask_idx
+            source[masked] = self.mask_idx
         # masked positions whose original token any [P] can read in the context
-        shown = masked[context[masked] == tokens[masked]] if self.par_skip_unchanged else masked[:0]
-        n = len(tokens)
-        parts = {
-            "source": [context],
-            "target": [np.full(n, self.pad)],
-            "positions": [np.arange(n)],
-            "segments": [segments],
-            "kind": [np.full(n, CONTEXT)],
-            "step": [np.zeros(n, dtype=np.int64)],
-        }
+        shown = source[masked] == originals if self.par_skip_unchanged else np.zeros(m, dtype=bool)
+        target[:n] = self.pad
         if self.ae:
-            parts["target"][0][masked] = tokens[masked]
-        if self.par:
-            for i, span in enumerate(steps, start=1):
-                kinds = [PSEUDO] if i == len(steps) else [PSEUDO, ORIGINAL]
-                for kind in kinds:
-                    parts["source"].append(
-                        np.full(len(span), self.mask_idx) if kind == PSEUDO else tokens[span]
-                    )
-                    target = np.where(np.isin(span, shown), self.pad, tokens[span])
-                    parts["target"].append(target if kind == PSEUDO else np.full(len(span), self.pad))
-                    parts["positions"].append(span)
-                    parts["segments"].append(segments[span])
-                    parts["kind"].append(np.full(len(span), kind))
-                    parts["step"].append(np.full(len(span), i))
-        out = {k: torch.from_numpy(np.concatenate(v).astype(np.int64)) for k, v in parts.items()}
+            target[masked] = originals
+        positions[:n] = np.arange(n)
+        segment[:n] = segments
+        kind[:n] = CONTEXT
+        step_of[:n] = 0
+        if appended:
+            self._append(fields, n, masked, lengths, step, originals, shown, segments)
+        out: Dict = dict(zip(FIELDS, torch.from_numpy(fields[:, : n + appended]).unbind(0)))
         out["id"] = index
-        out["num_masked"] = len(masked)
-        out["num_par_skipped"] = len(shown)
+        out["num_masked"] = m
+        out["num_par_skipped"] = int(shown.sum())
         return out
+
+    def _append(self, fields, n, masked, lengths, step, originals, shown, segments) -> None:
+        """Writes the appended part (UniLMv2 §3.2, Figure 4) into ``fields`` from column ``n``, by
+        scatter rather than step by step.
+
+        Step ``i`` (``lengths[i - 1]`` masked positions, the ``i``-th run of ``masked``) takes
+        ``2 * lengths[i - 1]`` columns: its ``[P]`` tokens, then its originals. The caller cuts the
+        last step's originals off the end.
+        """
+        before = np.repeat(np.cumsum(lengths) - lengths, lengths)  # masked tokens of the earlier steps
+        pseudo = n + before + np.arange(len(masked))  # column of each [P]: 2 * before + offset in its step
+        original = pseudo + np.repeat(lengths, lengths)
+        source, target, positions, segment, kind, step_of = fields
+        source[pseudo], source[original] = self.mask_idx, originals
+        target[pseudo], target[original] = np.where(shown, self.pad, originals), self.pad
+        positions[pseudo], positions[original] = masked, masked
+        segment[pseudo] = segment[original] = segments[masked]
+        kind[pseudo], kind[original] = PSEUDO, ORIGINAL
+        step_of[pseudo], step_of[original] = step, step
 
     def collater(self, samples: List[Dict]):
         """Batch as ``[contexts, padded | appended tokens, padded]``.
@@ -148,27 +163,45 @@ class PMLMDataset(CompleteBatchesMixin, SeededDataset):
         Every appended part starts at column ``context_len`` (the longest
         context), so the model can run the contexts first and let the appended
         tokens reuse their keys and values (``net_input["context_len"]``).
+
+        Each field is scattered once for the whole batch (one concatenation, one
+        indexed copy), and the attention mask is built from the batch's step and
+        kind columns by :func:`~unilm_fairseq.masks.pmlm_batch_mask`.
         """
         if not samples:
             return {}
         pad = self.pad
-        contexts = [int((s["kind"] == CONTEXT).sum()) for s in samples]
+        bsz = len(samples)
+        kind_flat = np.concatenate([s["kind"].numpy() for s in samples])
+        lengths = np.array([len(s["kind"]) for s in samples])
+        example = np.repeat(np.arange(bsz), lengths)
+        context_lengths = np.bincount(example[kind_flat == CONTEXT], minlength=bsz)
+        appended_lengths = lengths - context_lengths
+        width = int(context_lengths.max())
+        length = width + int(appended_lengths.max())
+        # token t of example b goes to column t while in the context, to width + (t - C_b) after it
+        local = np.arange(len(kind_flat)) - np.repeat(np.cumsum(lengths) - lengths, lengths)
+        own_context = context_lengths[example]
+        destination = example * length + np.where(local < own_context, local, local + (width - own_context))
 
-        def stack(key, pad_value):
-            head = data_utils.collate_tokens([s[key][:c] for s, c in zip(samples, contexts)], pad_value)
-            tail = [s[key][c:] for s, c in zip(samples, contexts)]
-            if max(len(t) for t in tail) == 0:
-                return head
-            return torch.cat([head, data_utils.collate_tokens(tail, pad_value)], dim=1)
+        def stack(key, pad_value, flat=None):
+            flat = np.concatenate([s[key].numpy() for s in samples]) if flat is None else flat
+            out = np.full(bsz * length, pad_value, dtype=flat.dtype)
+            out[destination] = flat
+            return torch.from_numpy(out.reshape(bsz, length))
 
-        visible = masks.pad_masks_after_context(
-            [masks.pmlm_mask(c, s["step"][c:], s["kind"][c:] == PSEUDO) for s, c in zip(samples, contexts)],
-            contexts,
-        )
-        kind = stack("kind", CONTEXT)
+        kind = stack("kind", CONTEXT, kind_flat)
         target = stack("target", pad)
+        step = stack("step", 0)
+        visible = masks.pmlm_batch_mask(
+            torch.from_numpy(context_lengths),
+            torch.from_numpy(appended_lengths),
+            step[:, width:],
+            kind[:, width:] == PSEUDO,
+        )
         predicted = target.ne(pad)
         ae_mask = predicted & kind.eq(CONTEXT)
+        contexts = context_lengths.tolist()  # Python ints
         return {
             "id": torch.LongTensor([s["id"] for s in samples]),
             "nsentences": len(samples),

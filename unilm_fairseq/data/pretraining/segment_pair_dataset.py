@@ -5,7 +5,7 @@ import torch
 from fairseq.data import FairseqDataset
 
 from ..complete_batches import CompleteBatchesMixin
-from .segment_pairs import PairBlockSizes, cut_between_sentences, pair_tokens, split_sentences
+from .segment_pairs import PairBlockSizes, pair_tokens, sentence_starts
 
 
 class SegmentPairDataset(PairBlockSizes, CompleteBatchesMixin, FairseqDataset):
@@ -30,12 +30,13 @@ class SegmentPairDataset(PairBlockSizes, CompleteBatchesMixin, FairseqDataset):
 
     def __getitem__(self, index):
         block = self.dataset[index].numpy()
-        sentences = split_sentences(block, self.eos)
-        if len(sentences) > 1:
-            first, second = cut_between_sentences(sentences, np.random.default_rng((self.seed, index)))
+        # split_sentences and cut_between_sentences (the same draw) without a list of sentences
+        text, starts = sentence_starts(block, self.eos)
+        if len(starts) > 1:
+            cut = int(np.random.default_rng((self.seed, index)).integers(1, len(starts)))
+            first, second = text[: starts[cut]], text[starts[cut] :]
         else:
-            first = sentences[0] if sentences else block[:0]
-            second = block[:0]
+            first, second = text, text[:0]
         tokens, source_len, _ = pair_tokens(first, second, self.bos, self.eos, self.max_length)
         segments = (np.arange(len(tokens)) >= source_len).astype(np.int64)
         return {"tokens": torch.from_numpy(tokens), "segments": torch.from_numpy(segments)}

@@ -18,6 +18,18 @@ def split_sentences(block: np.ndarray, eos: int) -> List[np.ndarray]:
     return [p[p != eos] for p in pieces if (p != eos).any()]
 
 
+def sentence_starts(block: np.ndarray, eos: int) -> Tuple[np.ndarray, np.ndarray]:
+    """The sentences of :func:`split_sentences` without a list: ``text``, the block without its eos
+    tokens, and ``starts``, ``(S,)`` the offset in ``text`` where each non-empty sentence begins.
+
+    Sentence ``s`` is ``text[starts[s]:starts[s + 1]]`` (the last one runs to the end).
+    """
+    is_eos = block == eos
+    text = block[~is_eos]
+    piece = np.cumsum(is_eos)[~is_eos]  # the eos-separated piece each text token belongs to
+    return text, np.flatnonzero(np.diff(piece, prepend=-1))
+
+
 def cut_between_sentences(
     sentences: List[np.ndarray], rng: np.random.Generator
 ) -> Tuple[np.ndarray, np.ndarray]:
@@ -58,12 +70,11 @@ def pair_tokens(
     budget = max_length - SPECIAL_TOKENS_PER_PAIR + (len(second) == 0)
     len_a, len_b = trim_pair(len(first), len(second), budget)
     trimmed = (len_a, len_b) != (len(first), len(second))
-    first, second = first[:len_a], second[:len_b]
-    pieces = [[bos], first, [eos]]
-    if len(second):
-        pieces += [second, [eos]]
-    tokens = np.concatenate([np.asarray(p, dtype=np.int64) for p in pieces])
-    return tokens, len(first) + 2, trimmed
+    tokens = np.empty(len_a + len_b + (3 if len_b else 2), dtype=np.int64)
+    tokens[0], tokens[len_a + 1], tokens[-1] = bos, eos, eos
+    tokens[1 : len_a + 1] = first[:len_a]
+    tokens[len_a + 2 : len_a + 2 + len_b] = second[:len_b]
+    return tokens, len_a + 2, trimmed
 
 
 class PairBlockSizes:
