@@ -31,6 +31,11 @@ OPTIONAL = {
         "test",
         "Parquet rows in prepare_seq2seq_data (the readers import it when a .parquet is given)",
     ),
+    "transformers": (
+        "test",
+        "hf_export/standalone_generate.py only: nothing imports it; the export copies it into the exported "
+        "folder as generate.py, which runs where transformers is",
+    ),
 }
 
 
