@@ -1,12 +1,16 @@
 #!/usr/bin/env bash
-# Check this checkout on a machine with one CUDA GPU, from a fresh clone, in about 10 minutes:
+# Check this checkout on a machine with one CUDA GPU, from a fresh clone (set-up aside, about 8 minutes on
+# one H100):
 #   1. set-up: ./.venv with a CUDA torch, fairseq and the plugin (scripts/setup_env.sh);
-#   2. the tests that need a GPU (those skipped without CUDA);
-#   3. fp32 and fp16 fairseq-train updates of pmlm, unilm_seq2seq and palm on tiny generated data: losses
-#      finite, and the first update's loss within a stated tolerance of float32's; fairseq 0.12's --bf16
-#      is tried once (it means TPU there), and bfloat16 is checked in-process on each task's first batch;
-#   4. the PMLM, throughput and decoding benchmarks with --device cuda, and beam-5 decoding of
-#      64 sources of 400 tokens (samples/s and peak memory) beside published figures.
+#   2. the tests that need a GPU (those skipped without CUDA), the n-gram blocker's, half-precision
+#      decoding's and --amp-bf16's tests on the GPU;
+#   3. float32, --fp16 and --amp-bf16 fairseq-train updates of pmlm, unilm_seq2seq and palm on tiny
+#      generated data: losses finite, the first update's loss within a stated tolerance of float32's;
+#      fairseq 0.12's --bf16 (its TPU mode) must stop with the plugin's error naming --amp-bf16;
+#   4. benchmarks with --device cuda: training words/s and memory against RoBERTa at base size (12 layers,
+#      768 wide, 512 tokens, batch 32), batch building against the GPU step, n-gram blocking per step,
+#      and beam-5 decoding of 400-token sources at batch 64 and 128 in float32, float16 and bfloat16
+#      beside fairseq's transformer (samples/s, ms per token, recompute / cached).
 # Every step's log goes to $RESULTS (default gpu_check_results/); results.txt holds the summary
 # table, which is printed at the end. A failed step is recorded and the next one runs.
 #
@@ -86,6 +90,11 @@ export PYTHONPATH="$REPO${PYTHONPATH:+:$PYTHONPATH}"  # this checkout's plugin, 
 run_step cuda_tests 300 python -m pytest -q -rs tests -k \
   "test_generate_on_gpu or test_cached_decoding_equals_recompute_on_cuda or test_cuda_kernel_honours_exemptions"
 grep -E "passed|failed|skipped" "$RESULTS/cuda_tests.log" | tail -1 | sed 's/^/[gpu_check]   /'
+# the vectorized n-gram blocker (its tensors on the GPU when the tests put them there), half-precision
+# decoding, and --amp-bf16 through fairseq-train on cuda
+run_step gpu_precision_tests 300 python -m pytest -q -rs tests/unit/test_ngram_block_vectorized.py \
+  tests/model/test_half_precision.py tests/cli/test_cli_bf16.py
+grep -E "passed|failed|skipped" "$RESULTS/gpu_precision_tests.log" | tail -1 | sed 's/^/[gpu_check]   /'
 
 # ---------------------------------------------------------------- 3. half precision through fairseq-train
 python - "$WORK" <<'EOF'
@@ -121,7 +130,7 @@ SEQ2SEQ=("$WORK/pair-bin" --task unilm_seq2seq --arch unilmv2_tiny --criterion u
 PALM=("$WORK/pair-bin" --task palm_seq2seq --arch palm_tiny --criterion label_smoothed_cross_entropy
       --max-source-positions 32 --max-target-positions 16)
 FP16_TOL=0.02  # |first loss fp16 - float32| / float32 at most (base-2 losses; float16 keeps 11 bits)
-BF16_TOL=0.03  # the same for bfloat16 (8 bits)
+BF16_TOL=0.03  # the same for --amp-bf16 (bfloat16 keeps 8 bits; issue 25 asks for 3%)
 
 first_loss() {  # the loss of the first update logged in a fairseq-train log, or nothing
   grep -E "\| train_inner \|.*num_updates=1[^0-9]" "$1" 2>/dev/null | head -1 | sed -E 's/.*[| ,]loss=([-0-9.e+a-z]+).*/\1/'
@@ -154,90 +163,53 @@ for system in pmlm seq2seq palm; do
   note=$(compare "$system fp16" "$ref" "$(first_loss "$RESULTS/train_${system}_fp16.log")" "$FP16_TOL")
   status=$?
   record "loss_${system}_fp16" "$([ $status = 0 ] && echo PASS || echo FAIL)" 0 "$note"
+  run_step "train_${system}_amp_bf16" 180 fairseq-train "${args[@]}" "${COMMON[@]}" --amp-bf16
+  note=$(compare "$system amp-bf16" "$ref" "$(first_loss "$RESULTS/train_${system}_amp_bf16.log")" "$BF16_TOL")
+  status=$?
+  record "loss_${system}_amp_bf16" "$([ $status = 0 ] && echo PASS || echo FAIL)" 0 "$note"
 done
 
-# fairseq 0.12 turns --bf16 into --tpu (options.py) and then asks torch_xla for its device; tried once
+# fairseq 0.12's --bf16 means TPU (options.py sets --tpu): the plugin's tasks stop it with an error that
+# names --amp-bf16, before fairseq's trainer asks torch_xla for a device
 start=$(date +%s)
 if timeout 180 fairseq-train "${PMLM[@]}" "${COMMON[@]}" --bf16 > "$RESULTS/train_pmlm_bf16.log" 2>&1; then
-  note=$(compare "pmlm bf16" "$(first_loss "$RESULTS/train_pmlm_fp32.log")" \
-    "$(first_loss "$RESULTS/train_pmlm_bf16.log")" "$BF16_TOL")
-  record train_pmlm_bf16 "$([ $? = 0 ] && echo PASS || echo FAIL)" "$(( $(date +%s) - start ))" "$note"
-elif grep -qiE "xla|tpu" "$RESULTS/train_pmlm_bf16.log"; then
-  record train_pmlm_bf16 NOTE "$(( $(date +%s) - start ))" \
-    "fairseq 0.12's --bf16 is TPU-only (options.py sets --tpu; the trainer asks torch_xla for a device): $(grep -m1 -oE "[A-Za-z]*Error: .{0,80}" "$RESULTS/train_pmlm_bf16.log")"
+  record bf16_names_amp_bf16 FAIL "$(( $(date +%s) - start ))" "--bf16 trained: expected the plugin's error"
+elif grep -q -- "use --amp-bf16" "$RESULTS/train_pmlm_bf16.log" && ! grep -q "xla_device" "$RESULTS/train_pmlm_bf16.log"; then
+  record bf16_names_amp_bf16 PASS "$(( $(date +%s) - start ))" "--bf16 stops with the error naming --amp-bf16"
 else
-  record train_pmlm_bf16 FAIL "$(( $(date +%s) - start ))" "log: train_pmlm_bf16.log"
+  record bf16_names_amp_bf16 FAIL "$(( $(date +%s) - start ))" "log: train_pmlm_bf16.log"
 fi
 
-# bfloat16 without fairseq's TPU path: the first training batch of each task through the model and
-# criterion in float32 and in bfloat16 (weights cast), loss and gradients finite, losses compared
-run_step bf16_forward 300 python - "$WORK" "$BF16_TOL" <<'EOF'
-import math, sys
-import torch
-from fairseq import options, tasks, utils
-from fairseq.dataclass.utils import convert_namespace_to_omegaconf
-
-work, tol = sys.argv[1], float(sys.argv[2])
-systems = {
-    "pmlm": [f"{work}/mono-bin", "--task", "pmlm", "--arch", "unilmv2_tiny", "--criterion", "ae_par",
-             "--tokens-per-sample", "64"],
-    "seq2seq": [f"{work}/pair-bin", "--task", "unilm_seq2seq", "--arch", "unilmv2_tiny", "--criterion",
-                "unilm_seq2seq", "--max-source-positions", "32", "--max-target-positions", "16",
-                "--max-positions", "64"],
-    "palm": [f"{work}/pair-bin", "--task", "palm_seq2seq", "--arch", "palm_tiny", "--criterion",
-             "label_smoothed_cross_entropy", "--max-source-positions", "32", "--max-target-positions", "16"],
-}
-failed = False
-for name, argv in systems.items():
-    ns = options.parse_args_and_arch(
-        options.get_training_parser(),
-        argv + ["--user-dir", "unilm_fairseq", "--seed", "1", "--dropout", "0", "--attention-dropout", "0",
-                "--batch-size", "16", "--optimizer", "adam", "--lr", "1e-4"])
-    cfg = convert_namespace_to_omegaconf(ns)
-    utils.import_user_module(cfg.common)
-    torch.manual_seed(1)
-    task = tasks.setup_task(cfg.task)
-    task.load_dataset("train")
-    model = task.build_model(cfg.model).cuda()
-    criterion = task.build_criterion(cfg.criterion).cuda()
-    sample = next(iter(task.get_batch_iterator(task.dataset("train"), max_sentences=16, seed=1)
-                       .next_epoch_itr(shuffle=False)))
-    sample = utils.move_to_cuda(sample)
-    losses = {}
-    for dtype in (torch.float32, torch.bfloat16):
-        model.to(dtype).train()
-        model.zero_grad()
-        loss, size, _ = criterion(model, sample)
-        loss.backward()
-        grads = [p.grad for p in model.parameters() if p.grad is not None]
-        finite = bool(torch.isfinite(loss).item()) and all(bool(torch.isfinite(g).all()) for g in grads)
-        losses[dtype] = loss.item() / float(size)
-        print(f"{name} {dtype}: loss per token {losses[dtype]:.4f}, loss and gradients finite: {finite}")
-        failed |= not finite
-    rel = abs(losses[torch.bfloat16] - losses[torch.float32]) / abs(losses[torch.float32])
-    ok = rel <= tol
-    print(f"{name}: bfloat16 / float32 first-batch loss relative difference {rel:.4f} (tolerance {tol}) "
-          f"{'PASS' if ok else 'FAIL'}")
-    failed |= not ok
-sys.exit(1 if failed else 0)
-EOF
-grep -E "relative difference" "$RESULTS/bf16_forward.log" | sed 's/^/[gpu_check]   /'
-
 # ---------------------------------------------------------------- 4. benchmarks on the GPU
-run_step bench_pmlm 240 python benchmarks/bench_pmlm.py --arch unilmv2_base --batch-size 8 --repeats 5 --naive-steps-limit 4 --device cuda
-run_step bench_throughput 240 python benchmarks/bench_throughput.py --rounds 5 --updates 10 --batch-size 32 --device cuda
-run_step decoding_batch64 240 python benchmarks/bench_decoding.py --arch unilmv2_base --src-len 400 --tgt-len 48 --beam 5 --batch-size 64 --repeats 2 --recompute-steps-limit 2 --device cuda
-for name in bench_pmlm bench_throughput decoding_batch64; do
+run_step bench_throughput 300 python benchmarks/bench_throughput.py --layers 12 --dim 768 --ffn 3072 --heads 12 --tokens 512 --batch-size 32 --rounds 3 --updates 5 --device cuda
+run_step bench_batch_build 180 python benchmarks/bench_throughput.py --data-only --layers 12 --dim 768 --ffn 3072 --heads 12 --tokens 512 --batch-size 32 --device cuda
+run_step bench_ngram_float32 120 python benchmarks/bench_ngram_block.py --device cuda
+run_step bench_ngram_float16 120 python benchmarks/bench_ngram_block.py --device cuda --dtype float16
+tables=(bench_throughput bench_batch_build bench_ngram_float32 bench_ngram_float16)
+for dtype in float32 float16 bfloat16; do
+  for batch in 64 128; do
+    run_step "decoding_${dtype}_b${batch}" 240 python benchmarks/bench_decoding.py --arch unilmv2_base --src-len 400 --tgt-len 48 --beam 5 --batch-size "$batch" --dtype "$dtype" --repeats 2 --recompute-steps-limit 1 --device cuda
+    tables+=("decoding_${dtype}_b${batch}")
+  done
+done
+for name in "${tables[@]}"; do
   {
     echo
     echo "== $name =="
-    sed -n '/^variant\|^system\|^ratio/,/^load avg/p' "$RESULTS/$name.log"
+    sed -n '/^variant\|^system\|^ratio\|^step\|^loading/,/^load avg/p' "$RESULTS/$name.log"
   } >> "$RESULTS/tables.txt"
 done
-samples=$(awk '/^unilm cached/ {print $(NF-1)}' "$RESULTS/decoding_batch64.log" | head -1)
-peak=$(awk '/^unilm cached/ {print $NF}' "$RESULTS/decoding_batch64.log" | head -1)
-record decoding_beam5_400tok_b64 NOTE 0 \
-  "unilmv2_base cached: ${samples:-?} samples/s, peak ${peak:-?} MiB (random weights, 48 output tokens); published for CNN/DM at batch 64 on a V100: original UniLM decoder 1.7, fastseq 13.8 samples/s (other GPU, data and lengths: for scale only)"
+# one line per decoding run: both systems' samples/s, the per-token ratio, recompute / cached
+for log in "$RESULTS"/decoding_*.log; do
+  name=$(basename "$log" .log)
+  cached=$(awk '/^unilm cached/ {print $(NF-1)}' "$log" | head -1)
+  fairseq=$(awk '/^fairseq transformer/ {print $(NF-1)}' "$log" | head -1)
+  per_token=$(awk '/^cached \/ transformer/ {print $6}' "$log" | head -1)
+  recompute=$(awk '/^recompute \/ cached/ {print $5}' "$log" | head -1)
+  record "$name" NOTE 0 "samples/s: unilm cached ${cached:-?}, fairseq transformer ${fairseq:-?}; cached/transformer per token ${per_token:-?} (target 1.2); recompute/cached ${recompute:-?}"
+done
+record decoding_target NOTE 0 \
+  "issue 25: unilmv2_base in float16 at batch 64 at least 200 samples/s (3x the float32 figure of 66.9)"
 
 echo
 echo "gpu_check on $DEVICE_LINE ($(date -u +%Y-%m-%dT%H:%MZ), commit $(git rev-parse --short HEAD 2>/dev/null))"
