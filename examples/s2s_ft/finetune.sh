@@ -70,9 +70,17 @@ shift 2
 : "${VALID_EVERY:=$(( (UPDATES + 1) / 2 ))}" "${CKPT:=best}"
 : "${CPU:=$(python -c 'import torch; print(0 if torch.cuda.is_available() else 1)')}"
 
-COMMANDS=  # set once WORK_DIR is checked: the file every command run is appended to
+COMMANDS=  # WORK_DIR/commands.sh once WORK_DIR is checked: every command run is appended to it
+COMMANDS_RUN=0  # whether this run has written its first line there
 record() {  # record WORDS...: append one command, shell-quoted, to $COMMANDS (the model card lists them)
-  if [ -n "$COMMANDS" ]; then printf '%s\n' "$(printf '%q ' "$@")" >> "$COMMANDS"; fi
+  if [ -z "$COMMANDS" ]; then return; fi
+  if [ "$COMMANDS_RUN" = 0 ]; then  # kept across re-runs: each run starts with a comment line
+    mkdir -p "$WORK"
+    if [ ! -s "$COMMANDS" ]; then echo '#!/usr/bin/env bash' > "$COMMANDS"; fi
+    printf '# %s: STAGES=%s\n' "$(date -u '+%Y-%m-%d %H:%M:%S UTC')" "$STAGES" >> "$COMMANDS"
+    COMMANDS_RUN=1
+  fi
+  printf '%s\n' "$(printf '%q ' "$@")" >> "$COMMANDS"
 }
 run() {  # print a command, then run it
   printf '+ %s\n' "$*" >&2
@@ -123,10 +131,7 @@ need_plain_path DATA
 need_plain_path WORK
 need_fraction VALID_FRACTION
 need_fraction TEST_FRACTION
-mkdir -p "$WORK"
-COMMANDS=$WORK/commands.sh  # kept across re-runs: each run starts with a comment line
-if [ ! -s "$COMMANDS" ]; then echo '#!/usr/bin/env bash' > "$COMMANDS"; fi
-printf '# %s: STAGES=%s\n' "$(date -u '+%Y-%m-%d %H:%M:%S UTC')" "$STAGES" >> "$COMMANDS"
+COMMANDS=$WORK/commands.sh  # written from the first command on: a refused run leaves no WORK_DIR
 # row files (JSON lines, JSON, Parquet: one file to split, or a folder of {split} files) become text pairs
 rows=""
 if [ -f "$DATA" ]; then
@@ -350,7 +355,7 @@ if stage score; then
     --hypotheses-out "$WORK/test.hyp"
   echo "   the predictions, one per test pair (detokenized, as scored): $WORK/test.hyp"
 fi
-if [ -f "$SAVE/generation.json" ]; then  # the model folder keeps what its export's model card reports
+if [ -f "$SAVE/generation.json" ] && [ -f "$COMMANDS" ]; then  # what its export's model card reports
   cp "$COMMANDS" "$SAVE/commands.sh"
   if [ -f "$WORK/scores.json" ]; then cp "$WORK/scores.json" "$SAVE/scores.json"; fi
 fi

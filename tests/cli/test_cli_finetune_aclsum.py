@@ -88,6 +88,14 @@ def test_finetune_script_learns_real_pairs_without_degenerate_output(tmp_path):
     model = UniLMModel.from_pretrained(str(work / "checkpoints"))
     sources = (data / "test.src").read_text().splitlines()[:3]
     assert model.generate(sources) == predictions[:3]
+    # the record the export's model card reads: every command of both runs, and the test scores
+    commands = (work / "checkpoints" / "commands.sh").read_text().splitlines()
+    assert commands[0] == "#!/usr/bin/env bash" and sum(line.startswith("# ") for line in commands) == 2
+    assert sum("fairseq-train" in line for line in commands) == 2 and any(
+        "rouge_table.py" in c for c in commands
+    )
+    scores = json.loads((work / "checkpoints" / "scores.json").read_text())
+    assert scores["num_pairs"] == len(predictions) and "s2s-ft (pseudo_masked)" in scores["scores"]
     for _, hyp in hyps:
         tokens = hyp.split()
         top = collections.Counter(tokens).most_common(1)[0][1]
