@@ -6,8 +6,7 @@ import torch
 from fairseq.criterions.label_smoothed_cross_entropy import label_smoothed_nll_loss
 from torch import Tensor
 
-from .modules.heads import ANSWERABLE, UNANSWERABLE
-from .qa.span_decoding import NO_ANSWER_POSITION
+from .modules.heads import ANSWERABLE, NO_ANSWER_POSITION, UNANSWERABLE
 
 
 def token_losses(logits: Tensor, target: Tensor, label_smoothing: float = 0.0) -> Tuple[Tensor, Tensor]:
@@ -107,7 +106,7 @@ def answerability_targets(start: Tensor) -> Tensor:
     """Targets of the answerability classifier from the span targets: ``(B,)`` start positions -> ``(B,)``.
 
     A window whose span target is the null position (start at [SOS], position
-    :data:`~unilm_fairseq.qa.span_decoding.NO_ANSWER_POSITION`) holds no answer: the question is
+    :data:`~unilm_fairseq.modules.heads.NO_ANSWER_POSITION`) holds no answer: the question is
     unanswerable (SQuAD v2.0 ``is_impossible``) or its answer lies outside the window, as for BERT's
     null span. Class :data:`~unilm_fairseq.modules.heads.UNANSWERABLE` there, else ``ANSWERABLE``.
     """

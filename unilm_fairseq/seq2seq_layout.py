@@ -45,7 +45,6 @@ from fairseq.dataclass import ChoiceEnum
 from torch import Tensor
 
 from . import masks
-from .data.pretraining.unilm_objectives import NUM_SEGMENTS, SEGMENT_IDS, SEQ2SEQ
 
 
 class FinetuneMethod(str, Enum):
@@ -72,9 +71,15 @@ class FinetuneMethod(str, Enum):
 METHODS = tuple(FinetuneMethod)
 # the type of the config fields that hold a method: plain strings, so --help lists the choices
 METHOD_CHOICES = ChoiceEnum([m.value for m in FinetuneMethod])
+# UniLM v1's segment ids double as LM identifiers (Dong et al. 2019 §2.1), numbered as in its release (a
+# token-type vocabulary of 6): bidirectional A/B = 0/1, left-to-right 2, right-to-left 3, seq2seq 4/5.
+# Its pre-training data (data/pretraining/unilm_objectives.py) lays them out; fine-tuning reads them here.
+BIDIRECTIONAL, SEQ2SEQ, LEFT_TO_RIGHT, RIGHT_TO_LEFT = range(4)  # UniLM v1's LM objectives
+UNILM_V1_SEGMENT_IDS = {BIDIRECTIONAL: (0, 1), LEFT_TO_RIGHT: (2, 2), RIGHT_TO_LEFT: (3, 3), SEQ2SEQ: (4, 5)}
+UNILM_V1_NUM_SEGMENTS = 1 + max(max(ids) for ids in UNILM_V1_SEGMENT_IDS.values())
 SOURCE_SEGMENT, TARGET_SEGMENT = 0, 1
 PAIR_SEGMENTS = (SOURCE_SEGMENT, TARGET_SEGMENT)  # BERT's sentence A/B: s2s-ft's default
-UNILM_V1_SEGMENTS = SEGMENT_IDS[SEQ2SEQ]  # (4, 5): UniLM v1's seq2seq LM (Dong et al. 2019 §2.1)
+UNILM_V1_SEGMENTS = UNILM_V1_SEGMENT_IDS[SEQ2SEQ]  # (4, 5): UniLM v1's seq2seq LM (Dong et al. 2019 §2.1)
 # the values of --seq2seq-segment-ids besides "auto"
 SEGMENT_CHOICES = {"0-1": PAIR_SEGMENTS, "4-5": UNILM_V1_SEGMENTS}  # source-target
 
@@ -90,7 +95,7 @@ def pretrained_segments(segment_rows: int) -> Tuple[int, int]:
     more means v1 pre-training, so 4/5, as UniLM v1's code fine-tunes; any smaller table (BERT's two, one,
     or none) means 0/1, s2s-ft's default. The original s2s-ft code would take 0/1 for six rows too.
     """
-    return UNILM_V1_SEGMENTS if segment_rows >= NUM_SEGMENTS else PAIR_SEGMENTS
+    return UNILM_V1_SEGMENTS if segment_rows >= UNILM_V1_NUM_SEGMENTS else PAIR_SEGMENTS
 
 
 def build_example(

@@ -13,6 +13,7 @@ START, END = 0, 1
 # classes of extractive QA's answerability classifier (UniLMv2 §4.2), a 2-way classification head on [SOS]
 ANSWERABLE, UNANSWERABLE = 0, 1
 ANSWERABILITY_CLASSES = 2
+NO_ANSWER_POSITION = 0  # [SOS]: a span that starts and ends there means "no answer in this window"
 
 
 class SentenceClassificationHead(nn.Module):

@@ -9,7 +9,7 @@ from typing import List, NamedTuple, Optional, Sequence, Tuple
 
 import numpy as np
 
-NO_ANSWER_POSITION = 0  # [SOS]: start and end there mean "no answer in this window"
+from ..modules.heads import NO_ANSWER_POSITION
 
 
 class WindowScores(NamedTuple):

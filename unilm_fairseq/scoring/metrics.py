@@ -18,6 +18,7 @@ import sys
 from typing import Dict, List, Optional, Sequence, Tuple
 
 from ..encoders.wordpiece_tokenizer import detokenize_wordpiece
+from .pairs import check_pairs
 
 # rouge-score's names; F1 of each is reported
 ROUGE_TYPES = ("rouge1", "rouge2", "rougeL", "rougeLsum")
@@ -67,13 +68,6 @@ def split_sentences(text: str, separator: Optional[str]) -> str:
     if not separator:
         return text
     return "\n".join(s.strip() for s in text.split(separator) if s.strip())
-
-
-def check_pairs(hyps: Sequence[str], refs: Sequence[str]) -> None:
-    if len(hyps) != len(refs):
-        raise ValueError(f"{len(hyps)} hypotheses but {len(refs)} references")
-    if not hyps:
-        raise ValueError("no hypotheses to score")
 
 
 def rouge_score_scorer(rouge_types, use_stemmer: bool = True):

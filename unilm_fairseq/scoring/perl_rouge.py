@@ -51,7 +51,7 @@ from dataclasses import dataclass
 from typing import Dict, List, Optional, Sequence, Tuple
 from xml.sax.saxutils import escape
 
-from .metrics import check_pairs
+from .pairs import check_pairs
 
 ROUGE_HOME_ENV = "ROUGE_HOME"
 SCRIPT = "ROUGE-1.5.5.pl"

@@ -18,6 +18,14 @@ from typing import Dict, List, Optional, Sequence, Tuple
 import numpy as np
 import torch
 
+from ...seq2seq_layout import (
+    BIDIRECTIONAL,
+    LEFT_TO_RIGHT,
+    RIGHT_TO_LEFT,
+    SEQ2SEQ,
+    UNILM_V1_NUM_SEGMENTS,
+    UNILM_V1_SEGMENT_IDS,
+)
 from ..complete_batches import CompleteBatchesMixin
 from ..seeded import SeededDataset
 from .segment_pairs import (
@@ -30,10 +38,11 @@ from .segment_pairs import (
 
 logger = logging.getLogger(__name__)
 
-BIDIRECTIONAL, SEQ2SEQ, LEFT_TO_RIGHT, RIGHT_TO_LEFT = range(4)
+# the objectives (BIDIRECTIONAL, SEQ2SEQ, LEFT_TO_RIGHT, RIGHT_TO_LEFT) and their segment ids are the
+# layout module's, where fine-tuning reads them too
 OBJECTIVE_NAMES = ("bidir", "s2s", "l2r", "r2l")  # indexed by objective id, used in logs
-SEGMENT_IDS = {BIDIRECTIONAL: (0, 1), LEFT_TO_RIGHT: (2, 2), RIGHT_TO_LEFT: (3, 3), SEQ2SEQ: (4, 5)}
-NUM_SEGMENTS = 1 + max(max(ids) for ids in SEGMENT_IDS.values())
+SEGMENT_IDS = UNILM_V1_SEGMENT_IDS
+NUM_SEGMENTS = UNILM_V1_NUM_SEGMENTS
 IS_NEXT, NOT_NEXT, NO_NSP = 0, 1, -1  # NSP labels; NO_NSP: the example trains no NSP
 SINGLE_TEXT_SPECIALS = 2  # "[SOS]" and "[EOS]" around a unidirectional text
 # per-(seed, epoch, index) random streams, so objectives and cloze masks draw independently
