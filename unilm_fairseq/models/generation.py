@@ -39,6 +39,7 @@ from fairseq.models import FairseqEncoder, FairseqIncrementalDecoder
 from torch import Tensor
 
 from .. import masks, seq2seq_layout
+from ..modules.attention import shared_keys_values
 from ..seq2seq_layout import FinetuneMethod
 
 
@@ -153,6 +154,7 @@ class UniLMSourceEncoder(FairseqEncoder):
             length, which is the first target position.
         """
         _, kv, padding, positions = self.source_states(src_tokens, keys_values_only=True)
+        kv = [shared_keys_values(k, v) for k, v in kv]  # read in place by every step
         batch = torch.arange(src_tokens.size(0), device=src_tokens.device)
         return {
             "keys": [k for k, _ in kv],
@@ -182,8 +184,11 @@ class UniLMSourceEncoder(FairseqEncoder):
         if sentences is not None and len(sentences) == encoder_out["keys"][0].size(0):
             return reordered  # increasing, so all of them: the blocks read the copies in order
         kept = rows if sentences is None else sentences
-        for key in PER_SENTENCE:
-            reordered[key] = [t.index_select(0, kept) for t in encoder_out[key]]
+        kv = [
+            shared_keys_values(k.index_select(0, kept), v.index_select(0, kept))
+            for k, v in zip(encoder_out["keys"], encoder_out["values"])
+        ]
+        reordered["keys"], reordered["values"] = [k for k, _ in kv], [v for _, v in kv]
         copies = torch.arange(len(kept), device=rows.device)
         reordered["rows"] = [copies.repeat_interleave(len(rows) // len(kept))]
         return reordered

@@ -42,6 +42,20 @@ def build_attention_bias(
     return bias.masked_fill(~visible.unsqueeze(1), torch.finfo(dtype).min)
 
 
+def shared_keys_values(keys: Tensor, values: Tensor) -> KeyValue:
+    """Shared ``(G, H, S, D)`` keys and values laid out once as every decoding step's matmuls read them.
+
+    A key or value projection viewed as ``(G, S, H, D) -> (G, H, S, D)`` interleaves the heads within
+    each source token, so :meth:`BiasedSelfAttention._attend_with_shared`'s matmuls, which fold
+    ``(G, H)`` into one batch dimension, would copy both operands, the keys transposed, in every
+    layer of every decoding step (on CPU the transposing copy of the keys cost more than the
+    attention itself). Here they are copied once: the keys to ``(G, H, D, S)`` memory (so
+    ``keys.transpose(-1, -2)`` is contiguous) and the values to contiguous ``(G, H, S, D)``, exactly
+    the operands the matmuls built before, so the scores and outputs are bitwise the same.
+    """
+    return keys.transpose(-1, -2).contiguous().transpose(-1, -2), values.contiguous()
+
+
 # query dtypes that go through F.scaled_dot_product_attention (with a bias of the same dtype)
 SDPA_DTYPES = (torch.float32, torch.float16, torch.bfloat16)
 
@@ -85,7 +99,8 @@ class BiasedSelfAttention(nn.Module):
             prefix: cached ``(keys, values)``, each ``(B, H, P, C/H)``, seen before ``x``.
             shared: ``(keys, values)``, each ``(G, H, S, C/H)`` with ``B = G * g``: row ``b`` sees
                 group ``b // g``. Beam search keeps one copy of the source per sentence this way
-                instead of one per hypothesis.
+                instead of one per hypothesis. Any layout; :func:`shared_keys_values`'s is read in
+                place.
         Returns:
             ``(B, T, C)`` output and this call's ``(keys, values)`` ``(B, H, T, C/H)``.
         """
