@@ -276,9 +276,11 @@ class UniLMIncrementalDecoder(FairseqIncrementalDecoder):
             shared=shared,
         )
         if fed:  # cache the real token only, never the mask token
+            # kv holds [cached | fed tokens], the real token first: a view, no second copy (the next
+            # reorder copies it anyway)
+            cached = cache["key_positions"].size(1) + 1
             for i, (k, v) in enumerate(kv):
-                cache[f"k{i}"] = torch.cat([cache[f"k{i}"], k[:, :, :1]], 2)
-                cache[f"v{i}"] = torch.cat([cache[f"v{i}"], v[:, :, :1]], 2)
+                cache[f"k{i}"], cache[f"v{i}"] = k[:, :, :cached], v[:, :, :cached]
             cache["key_positions"] = torch.cat([cache["key_positions"], position.unsqueeze(1)], 1)
             cache["next_position"] = position + 1
         self.set_incremental_state(incremental_state, "cache", cache)

@@ -102,10 +102,12 @@ class BiasedSelfAttention(nn.Module):
                 instead of one per hypothesis. Any layout; :func:`shared_keys_values`'s is read in
                 place.
         Returns:
-            ``(B, T, C)`` output and this call's ``(keys, values)`` ``(B, H, T, C/H)``.
+            ``(B, T, C)`` output and the ``(keys, values)`` of ``[prefix | x]``, ``(B, H, P+T, C/H)``
+            (``P = 0`` without a prefix): the concatenation attention needs anyway, so a cache that
+            keeps some of this call's keys takes a view of it instead of concatenating again.
         """
         q = self._heads(self.q_proj(x))  # B x H x T x D
-        new_kv = k, v = self.keys_values(x)
+        k, v = self.keys_values(x)
         if prefix is not None:
             k = torch.cat([prefix[0], k], dim=2)
             v = torch.cat([prefix[1], v], dim=2)
@@ -125,7 +127,7 @@ class BiasedSelfAttention(nn.Module):
             out = torch.matmul(probs.to(v.dtype), v)
         bsz, _, length, _ = out.shape
         out = out.transpose(1, 2).reshape(bsz, length, self.num_heads * self.head_dim)
-        return self.out_proj(out), new_kv
+        return self.out_proj(out), (k, v)
 
     def _attend_with_shared(self, q, k, v, shared: KeyValue, attn_bias, dropout_p) -> Tensor:
         """Attention over ``[shared | k]`` with one softmax, without copying ``shared`` per row.

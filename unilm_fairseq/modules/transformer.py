@@ -242,7 +242,8 @@ class UniLMTransformer(nn.Module):
                 states need (cached decoding of a source reads the keys and values alone).
         Returns:
             hidden states ``(B, T, C)`` (None with ``keys_values_only``) and per-layer
-            ``(keys, values)`` of this call's tokens.
+            ``(keys, values)`` ``(B, H, P+T, D)`` of ``[prefix | tokens]`` (``P = 0`` without a
+            prefix).
         """
         key_positions = positions if prefix_positions is None else torch.cat([prefix_positions, positions], 1)
         if visible.shape != (tokens.size(0), tokens.size(1), key_positions.size(1)):
@@ -265,7 +266,10 @@ class UniLMTransformer(nn.Module):
                 x, kv = layer(*inputs)
             new_kv.append(kv)
         if keys_values_only:  # the last layer: only what a later token reads
-            new_kv.append(self.layers[-1].self_attn.keys_values(x))
+            k, v = self.layers[-1].self_attn.keys_values(x)
+            if prefix is not None:  # as the attention returns them
+                k, v = torch.cat([prefix[-1][0], k], 2), torch.cat([prefix[-1][1], v], 2)
+            new_kv.append((k, v))
             return None, new_kv
         return x, new_kv
 
