@@ -70,23 +70,6 @@ shift 2
 : "${VALID_EVERY:=$(( (UPDATES + 1) / 2 ))}" "${CKPT:=best}"
 : "${CPU:=$(python -c 'import torch; print(0 if torch.cuda.is_available() else 1)')}"
 
-COMMANDS=  # WORK_DIR/commands.sh once WORK_DIR is checked: every command run is appended to it
-COMMANDS_RUN=0  # whether this run has written its first line there
-record() {  # record WORDS...: append one command, shell-quoted, to $COMMANDS (the model card lists them)
-  if [ -z "$COMMANDS" ]; then return; fi
-  if [ "$COMMANDS_RUN" = 0 ]; then  # kept across re-runs: each run starts with a comment line
-    mkdir -p "$WORK"
-    if [ ! -s "$COMMANDS" ]; then echo '#!/usr/bin/env bash' > "$COMMANDS"; fi
-    printf '# %s: STAGES=%s\n' "$(date -u '+%Y-%m-%d %H:%M:%S UTC')" "$STAGES" >> "$COMMANDS"
-    COMMANDS_RUN=1
-  fi
-  printf '%s\n' "$(printf '%q ' "$@")" >> "$COMMANDS"
-}
-run() {  # print a command, then run it
-  printf '+ %s\n' "$*" >&2
-  record "$@"
-  "$@"
-}
 stage() { [[ ",$STAGES," == *",$1,"* ]]; }
 # shellcheck source=examples/common/pairs.sh
 . "$REPO/examples/common/pairs.sh"
@@ -131,7 +114,13 @@ need_plain_path DATA
 need_plain_path WORK
 need_fraction VALID_FRACTION
 need_fraction TEST_FRACTION
-COMMANDS=$WORK/commands.sh  # written from the first command on: a refused run leaves no WORK_DIR
+# the command record (examples/common/pairs.sh), once WORK_DIR exists (a refused run leaves none): kept
+# across re-runs in WORK_DIR/commands.sh, each run starting with a comment line
+start_record() {
+  if [ -n "${COMMAND_RECORD:-}" ]; then return; fi
+  record_start -a "$WORK/commands.sh"
+  printf '# %s: STAGES=%s\n' "$(date -u '+%Y-%m-%d %H:%M:%S UTC')" "$STAGES" >> "$COMMAND_RECORD"
+}
 # row files (JSON lines, JSON, Parquet: one file to split, or a folder of {split} files) become text pairs
 rows=""
 if [ -f "$DATA" ]; then
@@ -143,11 +132,11 @@ elif [ -d "$DATA" ] && [ ! -f "$DATA/train.src" ]; then
 fi
 if [ -n "$rows" ]; then
   mkdir -p "$WORK/logs"
+  start_record
   if [ -f "$DATA" ]; then
     echo "== split $DATA: valid $VALID_FRACTION, test $TEST_FRACTION of the rows (seed $SEED)"
-    printf '+ %s\n' "python scripts/split_rows.py $DATA $rows --valid-fraction $VALID_FRACTION --test-fraction $TEST_FRACTION --seed $SEED" >&2
-    record python "$REPO/scripts/split_rows.py" "$DATA" "$rows" --valid-fraction "$VALID_FRACTION" \
-      --test-fraction "$TEST_FRACTION" --seed "$SEED"
+    show_command "$(shell_words python "$REPO/scripts/split_rows.py" "$DATA" "$rows" \
+      --valid-fraction "$VALID_FRACTION" --test-fraction "$TEST_FRACTION" --seed "$SEED")"
     python "$REPO/scripts/split_rows.py" "$DATA" "$rows" --valid-fraction "$VALID_FRACTION" \
       --test-fraction "$TEST_FRACTION" --seed "$SEED" > "$WORK/logs/rows.log" 2>&1 || {
       grep -E "error" "$WORK/logs/rows.log" >&2 || tail -n 5 "$WORK/logs/rows.log" >&2
@@ -158,9 +147,8 @@ if [ -n "$rows" ]; then
   if [ -n "$SOURCE_FIELD" ]; then fields+=(--source-field "$SOURCE_FIELD"); fi
   if [ -n "$TARGET_FIELD" ]; then fields+=(--target-field "$TARGET_FIELD"); fi
   echo "== row files in $rows -> text pairs in $WORK/data"
-  printf '+ %s\n' "python scripts/prepare_seq2seq_data.py --format fields --input $rows --output $WORK/data ${fields[*]}" >&2
-  record python "$REPO/scripts/prepare_seq2seq_data.py" --format fields --input "$rows" --output "$WORK/data" \
-    --sentence-separator none ${fields[@]+"${fields[@]}"}
+  show_command "$(shell_words python "$REPO/scripts/prepare_seq2seq_data.py" --format fields --input "$rows" \
+    --output "$WORK/data" --sentence-separator none ${fields[@]+"${fields[@]}"})"
   python "$REPO/scripts/prepare_seq2seq_data.py" --format fields --input "$rows" --output "$WORK/data" \
     --sentence-separator none ${fields[@]+"${fields[@]}"} >> "$WORK/logs/rows.log" 2>&1 || {
     echo "error: the row files could not be read; the end of $WORK/logs/rows.log:" >&2
@@ -173,6 +161,7 @@ fi
 require_pair_files "$DATA" "DATA_DIR needs {train,valid,test}.{src,tgt}"
 python "$REPO/scripts/check_pairs.py" "$DATA"
 mkdir -p "$WORK"
+start_record
 LOGS=$WORK/logs
 mkdir -p "$LOGS"
 # quiet LOG COMMAND...: print the command, run it with its whole output in LOG (stdout to $QUIET_STDOUT
@@ -180,8 +169,7 @@ mkdir -p "$LOGS"
 quiet() {
   local log=$1 start=$SECONDS heartbeat status=0
   shift
-  printf '+ %s\n' "$*" >&2
-  record "$@"
+  show_command "$(shell_words "$@")"
   (
     trap 'kill "$nap" 2>/dev/null; exit 0' TERM  # its sleep goes too: nothing keeps the console's pipe open
     while :; do
@@ -304,8 +292,7 @@ if stage train; then
       "{\"beam\": $BEAM, \"lenpen\": $LENPEN, \"min_len\": $MIN_LEN, \"max_len_b\": $MAX_LEN, \"no_repeat_ngram_size\": $NO_REPEAT_NGRAM}"
       --best-checkpoint-metric rouge_l --maximize-best-checkpoint-metric)
   fi
-  printf '+ %s\n' "${train_command[*]}" >&2
-  record "${train_command[@]}"
+  show_command "$(shell_words "${train_command[@]}")"
   if ! "${train_command[@]}" 2>&1 | tee "$LOGS/train.log" | { grep --line-buffered -E "$train_lines" || true; }; then
     echo "error: fairseq-train failed; the end of $LOGS/train.log:" >&2
     tail -n 20 "$LOGS/train.log" >&2
@@ -333,11 +320,9 @@ if stage generate; then
   if [ "$(dirname "$CHECKPOINT_FILE")" = "$SAVE" ]; then
     # the checkpoint folder becomes a model folder: UniLMModel.from_pretrained(WORK_DIR/checkpoints) loads it
     # with its dictionaries, tokenizer and these decoding settings, and generates from text
-    folder_command=(python "$REPO/scripts/write_model_folder.py" "$SAVE" --dicts "$WORK/bin"
-      --checkpoint "$(basename "$CHECKPOINT_FILE")" --bpe wordpiece --bpe-file "$MODEL/dict.txt" --beam "$BEAM"
-      --lenpen "$LENPEN" --min-len "$MIN_LEN" --max-len-b "$MAX_LEN" --no-repeat-ngram-size "$NO_REPEAT_NGRAM")
-    record "${folder_command[@]}"
-    "${folder_command[@]}"
+    run_shown python "$REPO/scripts/write_model_folder.py" "$SAVE" --dicts "$WORK/bin" \
+      --checkpoint "$(basename "$CHECKPOINT_FILE")" --bpe wordpiece --bpe-file "$MODEL/dict.txt" --beam "$BEAM" \
+      --lenpen "$LENPEN" --min-len "$MIN_LEN" --max-len-b "$MAX_LEN" --no-repeat-ngram-size "$NO_REPEAT_NGRAM"
   fi
 fi
 
@@ -350,13 +335,13 @@ if stage score; then
     name=${hyp#"$DATA"/test.}
     baselines+=(--system "${name%.hyp}=$hyp")
   done
-  run python "$REPO/scripts/rouge_table.py" --ref "$DATA/test.tgt" ${baselines[@]+"${baselines[@]}"} \
+  run_shown python "$REPO/scripts/rouge_table.py" --ref "$DATA/test.tgt" ${baselines[@]+"${baselines[@]}"} \
     --generated "s2s-ft ($METHOD)=$WORK/generate-test.out" --examples 5 --json "$WORK/scores.json" \
     --hypotheses-out "$WORK/test.hyp"
   echo "   the predictions, one per test pair (detokenized, as scored): $WORK/test.hyp"
 fi
-if [ -f "$SAVE/generation.json" ] && [ -f "$COMMANDS" ]; then  # what its export's model card reports
-  cp "$COMMANDS" "$SAVE/commands.sh"
+if [ -f "$SAVE/generation.json" ]; then  # what its export's model card reports
+  cp "$COMMAND_RECORD" "$SAVE/commands.sh"
   if [ -f "$WORK/scores.json" ]; then cp "$WORK/scores.json" "$SAVE/scores.json"; fi
 fi
 echo "== full logs: $LOGS/ ($(cd "$LOGS" && ls -- *.log 2>/dev/null | tr '\n' ' '))"
