@@ -47,33 +47,13 @@ def part_of(module: str) -> str:
 
 def plugin_imports():
     """``{part: {(imported part, file)}}`` for every import of the plugin by the plugin, function-level ones
-    included."""
+    included (:func:`module_graph`, part by part)."""
+    graph, paths = module_graph()
     found = defaultdict(set)
-    for folder, _, files in os.walk(PACKAGE):
-        for name in files:
-            if not name.endswith(".py"):
-                continue
-            path = os.path.join(folder, name)
-            module = os.path.relpath(path[:-3], REPO).replace(os.sep, ".")
-            package = module if name == "__init__.py" else module.rsplit(".", 1)[0]
-            package = package.removesuffix(".__init__")
-            with open(path, encoding="utf-8") as f:
-                tree = ast.parse(f.read())
-            for node in ast.walk(tree):
-                targets = []
-                if isinstance(node, ast.ImportFrom) and node.level:
-                    base = package.split(".")[: len(package.split(".")) - (node.level - 1)]
-                    if node.module:
-                        targets = [".".join(base + [node.module])]
-                    else:
-                        targets = [".".join(base + [alias.name]) for alias in node.names]
-                elif isinstance(node, ast.ImportFrom) and (node.module or "").startswith("unilm_fairseq"):
-                    targets = [node.module]
-                elif isinstance(node, ast.Import):
-                    targets = [a.name for a in node.names if a.name.startswith("unilm_fairseq")]
-                for target in targets:
-                    if target.startswith("unilm_fairseq.") and part_of(target) != part_of(module):
-                        found[part_of(module)].add((part_of(target), os.path.relpath(path, REPO)))
+    for module, targets in graph.items():
+        for target in targets:
+            if target != "unilm_fairseq" and part_of(target) != part_of(module):
+                found[part_of(module)].add((part_of(target), os.path.relpath(paths[module], REPO)))
     return found
 
 
@@ -124,24 +104,29 @@ def test_nothing_at_run_time_imports_the_preparation_readers():
 
 
 def module_graph(package_dir=None):
-    """``{module: {plugin modules it imports}}``, module by module (``a.b`` for ``a/b.py``; a package's
-    ``__init__`` is the package's name), function-level imports included."""
+    """``({module: {plugin modules it imports}}, {module: file})``, module by module (``a.b`` for ``a/b.py``;
+    a package's ``__init__`` is the package's name), function-level imports included. Each imported name
+    counts as the most specific plugin module it reaches: a submodule, else its package."""
     package_dir = package_dir or PACKAGE
     root = os.path.dirname(package_dir)
-    modules = set()
+    paths = {}
     for folder, _, files in os.walk(package_dir):
         for name in files:
             if name.endswith(".py"):
-                modules.add(
-                    os.path.relpath(os.path.join(folder, name[:-3]), root)
-                    .replace(os.sep, ".")
-                    .removesuffix(".__init__")
-                )
+                path = os.path.join(folder, name)
+                module = os.path.relpath(path[:-3], root).replace(os.sep, ".").removesuffix(".__init__")
+                paths[module] = path
+
+    def resolve(name: str) -> str:
+        """The most specific module of ``paths`` that ``name`` reaches; ``name`` itself when none does."""
+        found = name
+        while found and found not in paths:
+            found = found.rpartition(".")[0]
+        return found or name
+
     graph = defaultdict(set)
-    for module in modules:
-        is_package = os.path.isfile(os.path.join(root, *module.split("."), "__init__.py"))
-        path = os.path.join(root, *module.split(".")) + ("/__init__.py" if is_package else ".py")
-        package = module if is_package else module.rsplit(".", 1)[0]
+    for module, path in paths.items():
+        package = module if path.endswith("__init__.py") else module.rsplit(".", 1)[0]
         with open(path, encoding="utf-8") as f:
             tree = ast.parse(f.read())
         for node in ast.walk(tree):
@@ -152,17 +137,13 @@ def module_graph(package_dir=None):
                     base = f"{base}.{node.module}" if node.module else base
                 else:
                     base = node.module or ""
-                names = [f"{base}.{alias.name}" for alias in node.names] + [base]
+                names = [f"{base}.{alias.name}" for alias in node.names]
             elif isinstance(node, ast.Import):
                 names = [alias.name for alias in node.names]
-            for name in names:
-                # the most specific plugin module the name reaches: a submodule, else its package
-                while name and name not in modules:
-                    name = name.rpartition(".")[0]
-                if name and name != module:
-                    graph[module].add(name)
-                    break
-    return graph, modules
+            graph[module].update(
+                t for t in map(resolve, names) if t.split(".")[0] == "unilm_fairseq" and t != module
+            )
+    return graph, paths
 
 
 def import_circles(graph, modules):
@@ -200,13 +181,13 @@ def import_circles(graph, modules):
 def test_no_modules_import_each_other_in_a_circle():
     """Module by module; a package's ``__init__`` that re-exports its submodules counts as the package, and
     the package root (which imports every part to register it) is left out."""
-    graph, modules = module_graph()
+    graph, paths = module_graph()
     graph = {
         m: {t for t in targets if t != "unilm_fairseq"}
         for m, targets in graph.items()
         if m != "unilm_fairseq"
     }
-    circles = [c for c in import_circles(graph, modules - {"unilm_fairseq"}) if not _package_reexport(c)]
+    circles = [c for c in import_circles(graph, set(paths) - {"unilm_fairseq"}) if not _package_reexport(c)]
     assert not circles, circles
 
 
@@ -223,8 +204,8 @@ def test_the_circle_check_finds_a_circle(tmp_path):
     (package / "scoring" / "__init__.py").write_text("")
     (package / "scoring" / "a.py").write_text("def f():\n    from .b import g\n")
     (package / "scoring" / "b.py").write_text("from .a import f\n")
-    graph, modules = module_graph(str(package))
-    assert import_circles(graph, modules) == [["unilm_fairseq.scoring.a", "unilm_fairseq.scoring.b"]]
+    graph, paths = module_graph(str(package))
+    assert import_circles(graph, set(paths)) == [["unilm_fairseq.scoring.a", "unilm_fairseq.scoring.b"]]
 
 
 def test_the_check_sees_relative_and_function_level_imports(tmp_path, monkeypatch):
