@@ -49,6 +49,15 @@ def row(recipe, i):
     return {"document": words(i, 12), "summary": words(i, 3)}
 
 
+def write_rows(raw, recipe):
+    """``raw/{split}.jsonl``: the recipe's rows, as Hugging Face ``datasets`` exports them."""
+    raw.mkdir()
+    for split, count in ROWS.items():
+        with open(raw / f"{split}.jsonl", "w", encoding="utf-8") as f:
+            f.writelines(json.dumps(row(recipe, i)) + "\n" for i in range(count))
+    return raw
+
+
 @pytest.fixture(scope="module")
 def converted(tmp_path_factory):
     folder = tmp_path_factory.mktemp("importer")
@@ -64,11 +73,7 @@ def converted(tmp_path_factory):
 
 @pytest.mark.parametrize("recipe", ["xsum.sh", "cnndm.sh", "gigaword.sh", "squad_qg.sh"])
 def test_paper_recipe_runs_from_an_importer_checkpoint(tmp_path, converted, recipe):
-    raw = tmp_path / "raw"
-    raw.mkdir()
-    for split, count in ROWS.items():
-        with open(raw / f"{split}.jsonl", "w", encoding="utf-8") as f:
-            f.writelines(json.dumps(row(recipe, i)) + "\n" for i in range(count))
+    raw = write_rows(tmp_path / "raw", recipe)
     env = {"PRETRAINED": str(converted / "model.pt"), "STEPS": "2", "WARMUP": "1", "GPUS": "1",
            "TOTAL_BATCH": "2", "BATCH_PER_GPU": "2", "MAX_SRC": "32", "MAX_TGT": "8", "GEN_BATCH": "4",
            "BEAM": "2", "MIN_LEN": "1", "MAX_LEN_B": "5", "WORKERS": "1", "METRICS": "rouge",
@@ -122,11 +127,7 @@ def check_validation_and_record(proc, work):
 def test_palm_recipe_starts_from_an_importer_checkpoint_and_leaves_a_model_folder(
     tmp_path, converted, recipe
 ):
-    raw = tmp_path / "raw"
-    raw.mkdir()
-    for split, count in ROWS.items():
-        with open(raw / f"{split}.jsonl", "w", encoding="utf-8") as f:
-            f.writelines(json.dumps(row(recipe, i)) + "\n" for i in range(count))
+    raw = write_rows(tmp_path / "raw", recipe)
     env = {"PRETRAINED": str(converted / "model.pt"), "STEPS": "2", "WARMUP": "1", "GPUS": "1",
            "TOTAL_BATCH": "2", "BATCH_PER_GPU": "2", "MAX_SRC": "32", "MAX_TGT": "8", "GEN_BATCH": "4",
            "BEAM": "2", "LENPEN": "0.8", "MIN_LEN": "1", "MAX_LEN_B": "5", "NO_REPEAT_NGRAM": "2",
