@@ -13,16 +13,41 @@ require_pair_files() {
   done
 }
 
+PAIRS_REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+
 # updates_for_epochs TRAIN_SRC BATCH EPOCHS: the updates EPOCHS passes over TRAIN_SRC's lines take (the papers
-# give epochs; fairseq's schedules count updates)
+# give epochs; fairseq's schedules count updates), counted by scripts/recipe_config.py
 updates_for_epochs() {
-  local train=$1 batch=$2 epochs=$3 examples
-  if [ ! -f "$train" ]; then
-    echo "$train: no such file (the prepare stage writes it; or set STEPS)" >&2
-    exit 1
+  "${PYTHON:-python}" "$PAIRS_REPO/scripts/recipe_config.py" updates "$@"
+}
+
+# read_recipe_config CONFIG: every setting CONFIG holds becomes a shell variable of its name, unless the
+# environment already gives one (scripts/recipe_config.py env)
+read_recipe_config() {
+  local defaults
+  defaults=$("${PYTHON:-python}" "$PAIRS_REPO/scripts/recipe_config.py" env "$1")
+  eval "$defaults"
+}
+
+# unk_token_for UNK_TOKEN: the vocabulary's unknown token for "auto" ([UNK] for TOKENIZER=wordpiece, <unk>
+# otherwise); any other value as it is
+unk_token_for() {
+  if [ "$1" != auto ]; then echo "$1"; elif [ "$TOKENIZER" = wordpiece ]; then echo "[UNK]"; else echo "<unk>"; fi
+}
+
+# answer_help "$@": on -h/--help, print the running recipe's header and the settings of its config
+# (config/NAME.yaml beside NAME.sh), then exit
+answer_help() {
+  case "${1:-}" in -h | --help) ;; *) return 0 ;; esac
+  awk 'NR > 1 && !/^#/ {exit} NR > 1 {sub(/^# ?/, ""); print}' "$0"
+  local config
+  config=$(dirname "$0")/config/$(basename "$0" .sh).yaml
+  if [ -f "$config" ]; then
+    echo
+    echo "Settings ($config; each overridden by the environment variable of its name):"
+    "${PYTHON:-python}" "$PAIRS_REPO/scripts/recipe_config.py" help "$config"
   fi
-  examples=$(wc -l < "$train")
-  echo $(( (examples + batch - 1) / batch * epochs ))
+  exit 0
 }
 
 # Setting checks the recipes run before their first stage. Each stops with one line naming the setting,

@@ -9,52 +9,20 @@
 #
 # PALM (Bi et al. 2020) §3.4 fine-tunes on summarization with "the same optimization hyperparameters"
 # as on MS MARCO (§3.3), which in turn keeps the pre-training settings (§3.1) it does not restate. Where
-# PALM names no value the setting is this project's choice. Environment overrides:
-#   MAX_SRC=512          source tokens, </s> included (PALM §3.3's maximum input length; §3.4 keeps it;
-#                        Gigaword articles are far shorter)
-#   MAX_TGT=48           target tokens at training (this project's choice: PALM names none)
-#   TOTAL_BATCH=64       examples per update (PALM §3.3; §3.4 keeps §3.3's optimization settings)
-#   BATCH_PER_GPU=32     examples per GPU per step (this project's choice: memory only, --update-freq keeps
-#                        TOTAL_BATCH)
-#   LR=1e-5              peak learning rate (PALM §3.3; §3.4 keeps it)
-#   WARMUP=10000         linear warm-up updates, then linear decay (PALM §3.1's pre-training schedule, which
-#                        §3.3 keeps for fine-tuning)
-#   EPOCHS=10            epochs, counted into updates from the prepared training set (PALM §3.3; §3.4 keeps
-#                        it); STEPS=N gives the updates instead
-#   DROPOUT=0.1          dropout and attention dropout (PALM §3.1, kept by §3.3)
-#   LABEL_SMOOTHING=0.1  (this project's choice: PALM names none)
-#   WEIGHT_DECAY=0.01    (this project's choice, as pretrain_base.sh: PALM names none)
-#   CLIP_NORM=1.0        gradient-norm clipping (this project's choice, as pretrain_base.sh: PALM names none)
-#   SAVE_INTERVAL=5000   checkpoint every N updates (this project's choice: bookkeeping only)
-#   BEAM=5               beam size (PALM §3.3 for MARCO; §3.4 names none for summarization)
-#   LENPEN=1.0           length penalty, GNMT form (LENPEN_STYLE) (this project's choice: PALM names none)
-#   NO_REPEAT_NGRAM=3    trigram blocking (this project's choice: PALM names none; UniLM v1 §3.1 blocks
-#                        trigrams on Gigaword)
-#   MIN_LEN=1            minimum generated tokens (this project's choice: PALM names none)
-#   MAX_LEN_B=32         maximum generated tokens (this project's choice: PALM names none)
-#   GEN_BATCH=64         decoding batch size (this project's choice: speed only)
-#   UNK_TOKEN=<unk>      what the released "UNK" becomes; [UNK] when TOKENIZER is wordpiece (this project's
-#                        choice: the vocabulary's unknown token)
-#   METRICS=rouge        ROUGE-1/2/L F1 (PALM §3.4)
-case "${1:-}" in -h | --help) awk 'NR > 1 && !/^#/ {exit} NR > 1 {sub(/^# ?/, ""); print}' "$0"; exit 0 ;; esac  # usage, before any work
+# PALM names no value the setting is this project's choice.
+#
+# Settings: examples/palm/config/gigaword.yaml (the fairseq-hydra-train config) holds every value, each with
+# its paper and section; docs/recipes.md tables them and `bash gigaword.sh -h` lists them. An environment
+# variable of a setting's name overrides it (LR=5e-5, EPOCHS=5, STEPS=N for updates instead of epochs).
 set -euo pipefail
-: "${MAX_SRC:=512}" "${MAX_TGT:=48}"
-: "${TOTAL_BATCH:=64}" "${BATCH_PER_GPU:=32}" "${LR:=1e-5}" "${WARMUP:=10000}" "${EPOCHS:=10}"
-: "${DROPOUT:=0.1}" "${LABEL_SMOOTHING:=0.1}" "${WEIGHT_DECAY:=0.01}" "${CLIP_NORM:=1.0}"
-: "${SAVE_INTERVAL:=5000}" "${BEAM:=5}" "${LENPEN:=1.0}" "${NO_REPEAT_NGRAM:=3}" "${MIN_LEN:=1}"
-: "${MAX_LEN_B:=32}" "${GEN_BATCH:=64}" "${METRICS:=rouge}"
 # shellcheck source=pipeline.sh
-source "$(dirname "${BASH_SOURCE[0]}")/pipeline.sh"
+source "$(dirname "${BASH_SOURCE[0]}")/pipeline.sh"  # answers -h
 
 palm_prepare() {
-  case $TOKENIZER in  # known once the pipeline has looked at PRETRAINED
-    wordpiece) : "${UNK_TOKEN:=[UNK]}" ;;
-    *) : "${UNK_TOKEN:=<unk>}" ;;
-  esac
   # shellcheck disable=SC2046  # the tokenizer flags are words on purpose
   run_shown "$PYTHON" "$PALM_REPO/scripts/prepare_seq2seq_data.py" --format gigaword \
     --input "$1" --output "$2" \
-    --unk-token "$UNK_TOKEN" --max-source-tokens $((MAX_SRC - 1)) $(palm_tokenizer_flags) ${EXTRA_PREP:-}
+    --unk-token "$(unk_token_for "$UNK_TOKEN")" --max-source-tokens $((MAX_SRC - 1)) $(palm_tokenizer_flags) ${EXTRA_PREP:-}
 }
 
-palm_main "$@"
+palm_main gigaword "$@"

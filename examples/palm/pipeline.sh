@@ -1,6 +1,6 @@
 # shellcheck shell=bash
-# Steps shared by the PALM fine-tuning recipes of this folder (cnndm.sh, gigaword.sh, marco.sh), which set
-# their task's settings and a palm_prepare function, then call palm_main RAW WORK_DIR [fairseq-train flags].
+# Steps shared by the PALM fine-tuning recipes of this folder (cnndm.sh, gigaword.sh, marco.sh), which define
+# a palm_prepare function, then call palm_main NAME RAW WORK_DIR [fairseq-train flags] with their config's NAME.
 # Not meant to be run on its own.
 #
 # Steps (STAGES picks them, comma-separated, in this order):
@@ -46,17 +46,11 @@
 #   STAGES      steps to run [prepare,preprocess,train,generate,score]
 #   PYTHON      python that has unilm_fairseq installed [python]
 #
-# Hyperparameters every recipe shares (the recipes set the rest; docs/recipes.md lists every value beside
-# the paper's):
-#   ADAM_EPS=1e-8        Adam epsilon (this project's choice, as pretrain_base.sh: PALM names none)
-#   LENPEN_STYLE=gnmt    length penalty form: gnmt divides a hypothesis' score by ((5 + len) / 6) ** LENPEN,
-#                        fairseq by len ** LENPEN (this project's choice: PALM names no length penalty; GNMT's
-#                        is the one UniLMv2 Appendix D names for the other recipes, and the one the authors'
-#                        released PALM code decodes CNN/DailyMail with, alpha 0.95)
-# Fixed in the fairseq-train command below: Adam betas (0.9, 0.999) (this project's choice: PALM names none)
-# and a linear schedule, linear warm-up then linear decay to 0 (--lr-scheduler polynomial_decay): PALM §3.3
-# keeps the pre-training settings for fine-tuning, and §3.1 pre-trains with linear warm-up and decay.
-# EPOCHS is counted into updates from the prepared training set; STEPS, when set, gives them instead.
+# Settings: each recipe's values live in its fairseq-hydra-train config, examples/palm/config/NAME.yaml, one
+# line each with the paper and section it comes from (docs/recipes.md tables them; `bash NAME.sh -h` lists
+# them). scripts/recipe_config.py reads them; an environment variable of the same name (MAX_SRC, LR, EPOCHS,
+# BEAM, ...) overrides any of them. EPOCHS is counted into updates from the prepared training set; STEPS,
+# when set, gives them instead.
 case "${1:-}" in -h | --help) awk 'NR > 1 && !/^#/ {exit} NR > 1 {sub(/^# ?/, ""); print}' "$0"; exit 0 ;; esac  # usage, before any work
 
 PALM_REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
@@ -78,6 +72,8 @@ palm_tokenizer_flags() {
 }
 
 palm_main() {
+  local name=$1
+  shift
   if [ $# -lt 2 ]; then
     echo "usage: bash $0 RAW WORK_DIR [extra fairseq-train flags]" >&2
     exit 2
@@ -85,6 +81,7 @@ palm_main() {
   local raw=$1 work=$2
   shift 2
   : "${PYTHON:=python}" "${STAGES:=prepare,preprocess,train,generate,score}" "${PRETRAINED:=}"
+  read_recipe_config "$PALM_REPO/examples/palm/config/$name.yaml"
   local model_dir
   model_dir=$(dirname "${PRETRAINED:-.}")
   # what the checkpoint importer makes: a unilmv2 encoder with its architecture flags beside it
@@ -100,8 +97,7 @@ palm_main() {
   : "${DICT:=$model_dir/dict.txt}" "${TOKENIZER:=spm}" "${ARCH:=palm_base}" "${NO_COPY:=0}"
   : "${ABLATION:=none}"
   : "${FP16:=$("$PYTHON" -c 'import torch; print(int(torch.cuda.is_available()))')}"
-  : "${SEED:=1}" "${WORKERS:=8}" "${ADAM_EPS:=1e-8}"
-  : "${LENPEN_STYLE:=gnmt}" "${EVAL_ROUGE:=1}"
+  : "${SEED:=1}" "${WORKERS:=8}" "${EVAL_ROUGE:=1}"
   need_choice EVAL_ROUGE 0 1
   case $TOKENIZER in
     spm) : "${VOCAB:=$model_dir/spm.model}" ;;

@@ -1,6 +1,6 @@
 # shellcheck shell=bash
-# Steps shared by the s2s-ft recipes of this folder (cnndm.sh, xsum.sh, gigaword.sh, squad_qg.sh), which set
-# their task's settings and then call s2s_ft_main RAW_DIR WORK_DIR [extra fairseq-train flags].
+# Steps shared by the s2s-ft recipes of this folder (cnndm.sh, xsum.sh, gigaword.sh, squad_qg.sh), which call
+# s2s_ft_main NAME RAW_DIR WORK_DIR [extra fairseq-train flags] with their config's NAME.
 # Not meant to be run on its own.
 #
 # Steps (STAGES picks them, comma-separated, in this order):
@@ -41,36 +41,28 @@
 #   STAGES         steps to run [prepare,preprocess,train,generate,score]
 #   PYTHON         python that has unilm_fairseq installed [python]
 #
-# Hyperparameters every recipe shares; the recipes follow the papers named in each (docs/recipes.md lists
-# every value beside the papers'):
-#   ADAM_EPS=1e-6        Adam epsilon (s2s-ft Table 7; UniLMv2 Table 10 names none)
-#   CLIP_NORM=1.0        gradient-norm clipping (s2s-ft Table 7)
-#   DROPOUT=0.1          dropout and attention dropout (s2s-ft Table 7)
-#   LENPEN_STYLE=gnmt    length penalty form: gnmt divides a hypothesis' score by ((5 + len) / 6) ** LENPEN,
-#                        GNMT's penalty (Wu et al. 2016), which UniLMv2 Appendix D names for its decoding;
-#                        fairseq divides by len ** LENPEN (LENPEN_STYLE=fairseq)
-# Fixed in the fairseq-train command below: Adam betas (0.9, 0.999) (s2s-ft Table 7) and a linear schedule,
-# linear warm-up then linear decay to 0 (--lr-scheduler polynomial_decay; UniLMv2 Table 10, s2s-ft Table 7).
-# The recipes set the rest: MAX_SRC, MAX_TGT, METHOD, TARGET_MASK_PROB, TOTAL_BATCH, BATCH_PER_GPU, LR,
-# EPOCHS (counted into updates from the prepared training set) or STEPS, WARMUP_PERCENT (of the updates)
-# or WARMUP (updates), LABEL_SMOOTHING, WEIGHT_DECAY, SAVE_INTERVAL, BEAM, LENPEN, NO_REPEAT_NGRAM,
-# NGRAM_EXEMPT (--no-repeat-ngram-exempt: n-grams holding these tokens are never blocked; empty: block all),
-# MIN_LEN, MAX_LEN_B, GEN_BATCH, METRICS. STEPS and WARMUP, when set, override EPOCHS and WARMUP_PERCENT.
+# Settings: each recipe's values live in its fairseq-hydra-train config, examples/s2s_ft/config/NAME.yaml,
+# one line each with the paper and section it comes from (docs/recipes.md tables them; `bash NAME.sh -h`
+# lists them). scripts/recipe_config.py reads them; an environment variable of the same name (MAX_SRC, LR,
+# EPOCHS, BEAM, ...) overrides any of them. STEPS (updates) and WARMUP (warm-up updates), when set, replace
+# the updates counted from EPOCHS and WARMUP_PERCENT. A recipe sets its task's data-preparation flags in
+# s2s_ft_prep_flags (TASK_PREP) and, if any, its scoring flags (TASK_SCORE).
 #
 # Sources are truncated to MAX_SRC - 2 tokens when prepared (room for [SOS] and [EOS]); targets are left
 # whole so that the test references stay complete: the unilm_seq2seq task truncates training targets to
 # --max-target-positions itself.
-case "${1:-}" in -h | --help) awk 'NR > 1 && !/^#/ {exit} NR > 1 {sub(/^# ?/, ""); print}' "$0"; exit 0 ;; esac  # usage, before any work
-
 S2S_FT_REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 # shellcheck source=examples/common/pairs.sh
 . "$S2S_FT_REPO/examples/common/pairs.sh"
+answer_help "$@"  # -h: the recipe's header and its config's settings, before any work
 
 s2s_ft_stage() {
   [[ ",$STAGES," == *",$1,"* ]]
 }
 
 s2s_ft_main() {
+  local name=$1
+  shift
   if [ $# -lt 2 ]; then
     echo "usage: bash $0 RAW_DIR WORK_DIR [extra fairseq-train flags]" >&2
     exit 2
@@ -78,6 +70,7 @@ s2s_ft_main() {
   local raw=$1 work=$2
   shift 2
   : "${PYTHON:=python}" "${STAGES:=prepare,preprocess,train,generate,score}" "${PRETRAINED:=}"
+  read_recipe_config "$S2S_FT_REPO/examples/s2s_ft/config/$name.yaml"
   local model_dir
   model_dir=$(dirname "${PRETRAINED:-.}")
   : "${DICT:=$model_dir/dict.txt}" "${TOKENIZER:=wordpiece}" "${LOWERCASE:=1}"
@@ -90,7 +83,6 @@ s2s_ft_main() {
     arch_flags=($(cat "$model_dir/model_args.txt"))
   fi
 
-  : "${ADAM_EPS:=1e-6}" "${CLIP_NORM:=1.0}" "${DROPOUT:=0.1}" "${LENPEN_STYLE:=gnmt}"
   case $TOKENIZER in
     wordpiece)
       if [ -z "${VOCAB:-}" ] && [ ! -f "$model_dir/vocab.txt" ] && [ -f "$model_dir/dict.txt" ]; then
@@ -101,6 +93,8 @@ s2s_ft_main() {
     none) ;;
     *) echo "TOKENIZER must be wordpiece, spm or none, not $TOKENIZER" >&2; exit 2 ;;
   esac
+  local FORMAT=$name TASK_PREP=() TASK_SCORE=()
+  s2s_ft_prep_flags
   local text=$work/text bin=$work/bin save=$work/checkpoints gen=$work/gen.out
   local user_dir=$S2S_FT_REPO/unilm_fairseq
   mkdir -p "$work"
@@ -221,6 +215,9 @@ s2s_ft_main() {
   # the model folder keeps the commands that made it
   if [ -f "$save/generation.json" ]; then cp "$work/commands.sh" "$save/commands.sh"; fi
 }
+
+# a recipe's data-preparation flags for its task (TASK_PREP) and scoring flags (TASK_SCORE); none by default
+s2s_ft_prep_flags() { :; }
 
 # the --eval-rouge-detok of TOKENIZER: how validation turns pieces back into text
 s2s_ft_detok() {

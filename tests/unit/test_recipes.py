@@ -1,6 +1,10 @@
 """The recipes under examples/ and the settings table in docs/recipes.md say the same thing.
 
-Every hyperparameter a recipe sets by default (``: "${NAME:=value}"``, also inside ``case`` branches) and
+The fine-tuning recipes of examples/s2s_ft and examples/palm keep every value in their fairseq-hydra-train
+config (CONFIG_RECIPES), one annotated line each, which the recipe reads through scripts/recipe_config.py and
+from which docs/recipes.md's tables are generated: here the tables must be up to date, every setting cited,
+and the recipe and its pipeline must restate none of the config's values. For the other recipes, every
+hyperparameter a recipe sets by default (``: "${NAME:=value}"``, also inside ``case`` branches) and
 every hyperparameter flag it passes with a literal value (``--adam-betas '(0.9, 0.999)'``) must have a row in
 docs/recipes.md with the same value, and every row there must match a recipe. Each default must also have a
 ``#   NAME=value  comment`` line in the recipe's header whose comment names its source: a paper and a
@@ -27,7 +31,6 @@ from ..helpers.squad import squad_json, vocabulary
 DOC = os.path.join(REPO, "docs", "recipes.md")
 
 RECIPES = [
-    "examples/s2s_ft/pipeline.sh",
     "examples/s2s_ft/cnndm.sh",
     "examples/s2s_ft/xsum.sh",
     "examples/s2s_ft/gigaword.sh",
@@ -36,12 +39,22 @@ RECIPES = [
     "examples/unilm_v1_pretrain/pretrain_large.sh",
     "examples/squad/finetune.sh",
     "examples/glue/glue.sh",
-    "examples/palm/pipeline.sh",
     "examples/palm/cnndm.sh",
     "examples/palm/gigaword.sh",
     "examples/palm/marco.sh",
     "examples/palm/pretrain_base.sh",
 ]
+
+# the recipes whose values live in their config, and the pipeline that runs them
+CONFIG_RECIPES = {
+    f"examples/{family}/{name}.sh": (
+        f"examples/{family}/config/{name}.yaml",
+        f"examples/{family}/pipeline.sh",
+    )
+    for family, names in (("s2s_ft", ("cnndm", "xsum", "gigaword", "squad_qg")),
+                          ("palm", ("cnndm", "gigaword", "marco")))
+    for name in names
+}  # fmt: skip
 
 # paths, hardware, selectors and switches: not hyperparameters, so not in the table
 PLUMBING = {
@@ -214,10 +227,28 @@ def test_the_doc_covers_every_recipe(table):
         assert os.path.isfile(os.path.join(REPO, path)), path
 
 
+def recipe_config():
+    sys.path.insert(0, os.path.join(REPO, "scripts"))
+    try:
+        import recipe_config as module
+    finally:
+        sys.path.pop(0)
+    return module
+
+
+def config_settings(path: str) -> Dict[Key, str]:
+    """A config-read recipe's settings: ``{(NAME or --flag, None): value}`` from its config."""
+    config = os.path.join(REPO, CONFIG_RECIPES[path][0])
+    return {(s.variable or s.name, None): s.value for s in recipe_config().read_settings(config)}
+
+
 @pytest.mark.parametrize("path", RECIPES)
 def test_recipe_settings_match_the_doc(table, path):
     text = read(path)
-    in_recipe = {**recipe_defaults(text), **recipe_flags(text)}
+    if path in CONFIG_RECIPES:
+        in_recipe = config_settings(path)
+    else:
+        in_recipe = {**recipe_defaults(text), **recipe_flags(text)}
     in_doc = {key: row[0] for key, row in table[path].items()}
     assert in_recipe, f"{path}: no settings found"
     missing = sorted(set(in_recipe) - set(in_doc), key=str)
@@ -247,6 +278,59 @@ def test_every_default_is_documented_and_cited_in_the_recipe(path):
         else:  # one of several defaults: the header names it
             words = re.split(r"[\s,;:()]+", f"{documented} {comment}")
             assert value in words, f"{path}: the header of {name} does not give {value} ({condition})"
+
+
+def test_the_generated_tables_are_up_to_date():
+    with open(DOC, encoding="utf-8") as f:
+        text = f.read()
+    assert recipe_config().generated_docs(text) == text, "run: python scripts/recipe_config.py docs"
+    generated = re.findall(r"<!-- settings of (\S+): generated", text)
+    assert sorted(generated) == sorted(config for config, _ in CONFIG_RECIPES.values())
+
+
+@pytest.mark.parametrize("path", sorted(CONFIG_RECIPES))
+def test_a_config_read_recipe_restates_none_of_its_values(path):
+    """Its values are said once, in the config: neither the recipe nor its pipeline gives a default for a
+    setting of the config, and every value the pipeline passes literally is the config's fixed flag."""
+    settings = config_settings(path)
+    pipeline = CONFIG_RECIPES[path][1]
+    for script in (path, pipeline):
+        restated = [name for name, _ in recipe_defaults(read(script)) if (name, None) in settings]
+        assert not restated, f"{script} restates {restated}, which {CONFIG_RECIPES[path][0]} holds"
+    for key, value in {**recipe_flags(read(pipeline)), **recipe_flags(read(path))}.items():
+        assert settings.get(key) == value, (
+            f"{pipeline} passes {key[0]} {value}; the config: {settings.get(key)}"
+        )
+
+
+def test_the_config_reader_reads_annotations_and_the_recipe_block(tmp_path):
+    config = tmp_path / "c.yaml"
+    config.write_text(
+        "task:\n  #: MAX_SRC | 608 | UniLMv2 Table 10\n  max_source_positions: 608\n"
+        "  #: NGRAM_EXEMPT= | — | this project's choice\n  no_repeat_ngram_exempt: null\n"
+        "optimization:\n  #: LR | 7e-5 | UniLMv2 Table 10\n  lr: [7e-5]  # a comment\n"
+        "  #: --adam-betas | (0.9, 0.999) | s2s-ft Table 7\n  adam_betas: (0.9, 0.999)\n"
+        "# recipe:\n#   #: EPOCHS | 14 | UniLMv2 Table 10\n#   epochs: 14\n"
+        "#   prepare:\n#     #: QG_SEP | — | this project's choice\n#     qg_separator: '[SEP]'\n"
+    )
+    module = recipe_config()
+    settings = module.read_settings(str(config))
+    assert [(s.path, s.variable, s.value) for s in settings] == [
+        ("task.max_source_positions", "MAX_SRC", "608"),
+        ("task.no_repeat_ngram_exempt", "NGRAM_EXEMPT", ""),
+        ("optimization.lr", "LR", "7e-5"),
+        ("optimization.adam_betas", None, "(0.9, 0.999)"),
+        ("recipe.epochs", "EPOCHS", "14"),
+        ("recipe.prepare.qg_separator", "QG_SEP", "[SEP]"),
+    ]
+    env = module.shell_defaults(str(config)).splitlines()
+    assert env[1] == "NGRAM_EXEMPT=${NGRAM_EXEMPT-''}" and env[-1] == "QG_SEP=${QG_SEP:-'[SEP]'}"
+    proc = subprocess.run(["bash", "-c", "QG_SEP=x; LR=; eval \"$1\"; echo \"$QG_SEP $LR $NGRAM_EXEMPT.\"",
+                           "-", "\n".join(env)], capture_output=True, text=True)  # fmt: skip
+    assert proc.stdout == "x 7e-5 .\n", proc.stderr
+    config.write_text("task:\n  #: MAX_SRC | 608 | UniLMv2 Table 10\n\n  other: 1\n")
+    with pytest.raises(ValueError, match="right above"):
+        module.read_settings(str(config))
 
 
 def test_parsers_read_what_the_recipes_mean():
@@ -748,6 +832,8 @@ def test_config_restates_its_recipe(stubs, tmp_path, monkeypatch, config):
     for path, value in values.items():
         if path in PATH_KEYS or path == "distributed_training.distributed_world_size":
             continue
+        if path.startswith("generation."):  # the test decoding, which --eval-rouge-args carries
+            continue
         theirs, own = command_value(cfg, path)
         assert own, f"{config}: {path} is not an option of the recipe's fairseq-train command"
         assert normalized(value) == normalized(theirs), (
@@ -774,13 +860,19 @@ def test_config_restates_its_recipe(stubs, tmp_path, monkeypatch, config):
 
 @pytest.mark.parametrize("config", sorted(CONFIGS))
 def test_every_config_hyperparameter_names_its_source(config):
+    """Its comment cites, or the annotation above it does; a copy of another setting (``${model.dropout}``)
+    is that setting's."""
     hyper_keys = {flag.replace("-", "_") for flag in HYPER_FLAGS}
     unsourced = []
+    above = ""
     for line in read(config).splitlines():
         match = YAML_LINE.match(line)
         if match and match.group(1) in hyper_keys and match.group(2):
-            if not CITATION.search(match.group(3) or ""):
+            copy = re.fullmatch(r"\$\{[a-z_.]+\}", match.group(2))
+            cited = CITATION.search(match.group(3) or "") or CITATION.search(above.split("|")[-1])
+            if not (copy or (cited and (match.group(3) or above.startswith("#:")))):
                 unsourced.append(line.strip())
+        above = line.strip()
     assert not unsourced, f"{config}: settings whose comment names no table or section: {unsourced}"
 
 
