@@ -54,12 +54,9 @@
 case "${1:-}" in -h | --help) awk 'NR > 1 && !/^#/ {exit} NR > 1 {sub(/^# ?/, ""); print}' "$0"; exit 0 ;; esac  # usage, before any work
 
 PALM_REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
-# shellcheck source=examples/common/pairs.sh
-. "$PALM_REPO/examples/common/pairs.sh"
-
-palm_stage() {
-  [[ ",$STAGES," == *",$1,"* ]]
-}
+# shellcheck source=examples/common/seq2seq_stages.sh
+. "$PALM_REPO/examples/common/seq2seq_stages.sh"
+answer_help "$@"  # -h: the recipe's header and its config's settings, before any work
 
 # tokenizer flags of the preparation scripts
 palm_tokenizer_flags() {
@@ -99,46 +96,22 @@ palm_main() {
   : "${FP16:=$("$PYTHON" -c 'import torch; print(int(torch.cuda.is_available()))')}"
   : "${SEED:=1}" "${WORKERS:=8}" "${EVAL_ROUGE:=1}"
   need_choice EVAL_ROUGE 0 1
-  case $TOKENIZER in
-    spm) : "${VOCAB:=$model_dir/spm.model}" ;;
-    wordpiece)
-      if [ -z "${VOCAB:-}" ] && [ ! -f "$model_dir/vocab.txt" ] && [ -f "$model_dir/dict.txt" ]; then
-        VOCAB=$model_dir/dict.txt
-      fi
-      : "${VOCAB:=$model_dir/vocab.txt}" ;;
-  esac
+  default_vocab "$model_dir"
   local text=$work/text bin=$work/bin save=$work/checkpoints gen=$work/gen.out
   local user_dir=$PALM_REPO/unilm_fairseq
   mkdir -p "$work"
-  if palm_stage prepare; then record_start "$work/commands.sh"; else record_start -a "$work/commands.sh"; fi
+  if stage_on prepare; then record_start "$work/commands.sh"; else record_start -a "$work/commands.sh"; fi
 
-  if palm_stage prepare; then
+  if stage_on prepare; then
     if [ ! -e "$raw" ]; then
       echo "RAW $raw: no such file or directory (it holds the release files)" >&2
       exit 1
     fi
-    if [ "$TOKENIZER" != none ] && [ ! -f "$VOCAB" ]; then
-      echo "VOCAB=$VOCAB: no such file (set VOCAB, or PRETRAINED with its $(basename "$VOCAB") beside it)" >&2
-      exit 1
-    fi
+    need_vocab
     palm_prepare "$raw" "$text"
   fi
 
-  if palm_stage preprocess; then
-    require_pair_files "$text" "the prepare stage writes it"
-    local dict_flags=(--joined-dictionary)
-    if [ -f "$DICT" ]; then
-      dict_flags=(--srcdict "$DICT" --tgtdict "$DICT")
-    elif [ -n "$PRETRAINED" ]; then
-      echo "DICT=$DICT does not exist: fine-tuning needs the pre-trained model's dictionary" >&2
-      exit 1
-    fi
-    # through the plugin's task, which reads the importer's dict.txt (one token a line, no counts)
-    run_shown fairseq-preprocess --user-dir "$user_dir" --task palm_seq2seq \
-      --source-lang src --target-lang tgt \
-      --trainpref "$text/train" --validpref "$text/valid" --testpref "$text/test" \
-      --destdir "$bin" --workers "$WORKERS" "${dict_flags[@]}"
-  fi
+  if stage_on preprocess; then preprocess_stage palm_seq2seq "$text" "$bin"; fi
 
   local model_flags=() arch_flags=(--arch "$ARCH")
   if [ "$NO_COPY" = 1 ]; then model_flags+=(--no-copy); fi
@@ -152,17 +125,11 @@ palm_main() {
       esac
     done
   fi
-  if palm_stage train; then
-    local steps=${STEPS:-}
-    if [ -z "$steps" ]; then  # the paper gives epochs: count the updates they take
-      steps=$(updates_for_epochs "$text/train.src" "$TOTAL_BATCH" "$EPOCHS")
-    fi
-    : "${GPUS:=$("$PYTHON" -c 'import torch; print(max(torch.cuda.device_count(), 1))')}"
-    local per_step=$(( GPUS * BATCH_PER_GPU ))
-    if (( TOTAL_BATCH % per_step )); then
-      echo "TOTAL_BATCH=$TOTAL_BATCH is not a multiple of GPUS*BATCH_PER_GPU=$per_step" >&2
-      exit 1
-    fi
+  if stage_on train; then
+    local steps
+    steps=$(training_updates "$text")
+    split_batch
+    eval_rouge_flags
     if [ "$imported" = 0 ] && [ -z "$arch_given" ] && [ -f "$PRETRAINED" ]; then
       local own
       own=$(palm_checkpoint_arch "$PRETRAINED")
@@ -176,20 +143,16 @@ palm_main() {
     fi
     if [ "$ABLATION" != none ]; then train_flags+=(--pretrained-ablation "$ABLATION"); fi
     if [ "$FP16" = 1 ]; then train_flags+=(--fp16); fi
-    if [ "$EVAL_ROUGE" = 1 ]; then  # validation decodes as the test set is decoded; the best by ROUGE-L
-      train_flags+=(--eval-rouge --eval-rouge-detok "$(palm_detok)" --lenpen-style "$LENPEN_STYLE"
-        --eval-rouge-args "$(palm_decoding_json)" --best-checkpoint-metric rouge_l
-        --maximize-best-checkpoint-metric)
-    fi
+    train_flags+=(${EVAL_ROUGE_FLAGS[@]+"${EVAL_ROUGE_FLAGS[@]}"})
     echo "training: $steps updates ($WARMUP warm-up) of $TOTAL_BATCH examples" \
-      "= $GPUS GPUs x $BATCH_PER_GPU x update-freq $(( TOTAL_BATCH / per_step ))" >&2
+      "= $GPUS GPUs x $BATCH_PER_GPU x update-freq $UPDATE_FREQ" >&2
     run_shown fairseq-train "$bin" --user-dir "$user_dir" --task palm_seq2seq "${arch_flags[@]}" \
       --criterion label_smoothed_cross_entropy --label-smoothing "$LABEL_SMOOTHING" --report-accuracy \
       --max-source-positions "$MAX_SRC" --max-target-positions "$MAX_TGT" --truncate-source \
       --optimizer adam --adam-betas '(0.9, 0.999)' --adam-eps "$ADAM_EPS" --weight-decay "$WEIGHT_DECAY" \
       --clip-norm "$CLIP_NORM" --lr "$LR" --lr-scheduler polynomial_decay --warmup-updates "$WARMUP" \
       --total-num-update "$steps" --max-update "$steps" \
-      --batch-size "$BATCH_PER_GPU" --update-freq $(( TOTAL_BATCH / per_step )) \
+      --batch-size "$BATCH_PER_GPU" --update-freq "$UPDATE_FREQ" \
       --required-batch-size-multiple 1 \
       --dropout "$DROPOUT" --attention-dropout "$DROPOUT" --skip-invalid-size-inputs-valid-test \
       --save-dir "$save" --save-interval-updates "$SAVE_INTERVAL" --keep-interval-updates 5 \
@@ -197,11 +160,10 @@ palm_main() {
       ${train_flags[@]+"${train_flags[@]}"} "$@"
   fi
 
-  if palm_stage generate; then
-    local gen_flags=()
+  if stage_on generate; then
+    local gen_flags=() decoded=${CKPT:-$save/checkpoint_best.pt}
     if [ "$TOKENIZER" = spm ]; then gen_flags+=(--post-process sentencepiece); fi
     if [ "$FP16" = 1 ]; then gen_flags+=(--fp16); fi
-    local decoded=${CKPT:-$save/checkpoint_best.pt}
     run_shown_to "$gen" fairseq-generate "$bin" --user-dir "$user_dir" --task palm_seq2seq \
       --path "$decoded" --max-source-positions "$MAX_SRC" \
       --max-target-positions "$MAX_TGT" --truncate-source --gen-subset test --batch-size "$GEN_BATCH" \
@@ -209,31 +171,13 @@ palm_main() {
       --no-repeat-ngram-size "$NO_REPEAT_NGRAM" --min-len "$MIN_LEN" \
       --max-len-a 0 --max-len-b "$MAX_LEN_B" --required-batch-size-multiple 1 --scoring rouge \
       ${gen_flags[@]+"${gen_flags[@]}"}
-    local bpe_flags=(--bpe none)
-    if [ "$TOKENIZER" = wordpiece ]; then bpe_flags=(--bpe wordpiece --bpe-file "$VOCAB"); fi
-    if [ "$TOKENIZER" = spm ]; then bpe_flags=(--bpe sentencepiece --bpe-file "$VOCAB"); fi
-    # the checkpoint folder becomes a model folder (when generation read real files: not under test stubs)
-    if [ "$(dirname "$decoded")" = "$save" ] && [ -f "$decoded" ] && [ -f "$bin/dict.src.txt" ]; then
-      run_shown "$PYTHON" "$PALM_REPO/scripts/write_model_folder.py" "$save" --dicts "$bin" \
-        --checkpoint "$(basename "$decoded")" "${bpe_flags[@]}" --beam "$BEAM" --lenpen "$LENPEN" \
-        --lenpen-style "$LENPEN_STYLE" --min-len "$MIN_LEN" --max-len-b "$MAX_LEN_B" \
-        --no-repeat-ngram-size "$NO_REPEAT_NGRAM"
-    fi
+    write_model_folder "$save" "$decoded" "$bin"
   fi
 
-  if palm_stage score; then
-    local score_flags=()
-    if [ "$TOKENIZER" = wordpiece ]; then score_flags+=(--detok wordpiece); fi
-    run_shown_tee "$work/scores.txt" "$PYTHON" "$PALM_REPO/scripts/score.py" --generate-output "$gen" \
-      --metrics "$METRICS" --json "$work/scores.json" ${score_flags[@]+"${score_flags[@]}"}
-    if [ -f "$save/generation.json" ]; then cp "$work/scores.json" "$save/scores.json"; fi
-  fi
-  # the model folder keeps the commands that made it
-  if [ -f "$save/generation.json" ]; then cp "$work/commands.sh" "$save/commands.sh"; fi
+  if stage_on score; then score_stage "$work" "$save"; fi
+  keep_commands "$work" "$save"
 }
 
-# palm_checkpoint_arch CHECKPOINT: the --arch and size flags a palm checkpoint was built with (nothing when
-# its config names no palm architecture), so that fine-tuning builds the model the weights fit
 palm_checkpoint_arch() {
   "$PYTHON" - "$1" <<'PY'
 import sys
@@ -268,17 +212,3 @@ PY
 }
 
 # the --eval-rouge-detok of TOKENIZER: how validation turns pieces back into text
-palm_detok() {
-  case $TOKENIZER in
-    spm) echo sentencepiece ;;
-    wordpiece) echo wordpiece ;;
-    *) echo none ;;
-  esac
-}
-
-# the test set's decoding settings as --eval-rouge-args
-palm_decoding_json() {
-  printf '{"beam": %s, "lenpen": %s, "min_len": %s, "max_len_a": 0, "max_len_b": %s, ' \
-    "$BEAM" "$LENPEN" "$MIN_LEN" "$MAX_LEN_B"
-  printf '"no_repeat_ngram_size": %s}\n' "$NO_REPEAT_NGRAM"
-}

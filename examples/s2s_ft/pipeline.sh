@@ -52,13 +52,9 @@
 # whole so that the test references stay complete: the unilm_seq2seq task truncates training targets to
 # --max-target-positions itself.
 S2S_FT_REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
-# shellcheck source=examples/common/pairs.sh
-. "$S2S_FT_REPO/examples/common/pairs.sh"
+# shellcheck source=examples/common/seq2seq_stages.sh
+. "$S2S_FT_REPO/examples/common/seq2seq_stages.sh"
 answer_help "$@"  # -h: the recipe's header and its config's settings, before any work
-
-s2s_ft_stage() {
-  [[ ",$STAGES," == *",$1,"* ]]
-}
 
 s2s_ft_main() {
   local name=$1
@@ -77,38 +73,26 @@ s2s_ft_main() {
   : "${FP16:=$("$PYTHON" -c 'import torch; print(int(torch.cuda.is_available()))')}"
   : "${SEED:=1}" "${WORKERS:=8}" "${SCORING:=rouge}" "${EXTRA_PREP:=}" "${EVAL_ROUGE:=1}"
   need_choice EVAL_ROUGE 0 1
+  need_choice TOKENIZER wordpiece spm none
   local arch_flags=(--arch "${ARCH:-unilmv2_base}")
   if [ -z "${ARCH:-}" ] && [ -n "$PRETRAINED" ] && [ -f "$model_dir/model_args.txt" ]; then
     # shellcheck disable=SC2207  # the importer's architecture flags are one line of words
     arch_flags=($(cat "$model_dir/model_args.txt"))
   fi
-
-  case $TOKENIZER in
-    wordpiece)
-      if [ -z "${VOCAB:-}" ] && [ ! -f "$model_dir/vocab.txt" ] && [ -f "$model_dir/dict.txt" ]; then
-        VOCAB=$model_dir/dict.txt
-      fi
-      : "${VOCAB:=$model_dir/vocab.txt}" ;;
-    spm) : "${VOCAB:=$model_dir/spm.model}" ;;
-    none) ;;
-    *) echo "TOKENIZER must be wordpiece, spm or none, not $TOKENIZER" >&2; exit 2 ;;
-  esac
+  default_vocab "$model_dir"
   local FORMAT=$name TASK_PREP=() TASK_SCORE=()
   s2s_ft_prep_flags
   local text=$work/text bin=$work/bin save=$work/checkpoints gen=$work/gen.out
   local user_dir=$S2S_FT_REPO/unilm_fairseq
   mkdir -p "$work"
-  if s2s_ft_stage prepare; then record_start "$work/commands.sh"; else record_start -a "$work/commands.sh"; fi
+  if stage_on prepare; then record_start "$work/commands.sh"; else record_start -a "$work/commands.sh"; fi
 
-  if s2s_ft_stage prepare; then
+  if stage_on prepare; then
     if [ ! -d "$raw" ]; then
       echo "RAW_DIR $raw: no such directory (it holds the $FORMAT release files)" >&2
       exit 1
     fi
-    if [ "$TOKENIZER" != none ] && [ ! -f "$VOCAB" ]; then
-      echo "VOCAB=$VOCAB: no such file (set VOCAB, or PRETRAINED with its $(basename "$VOCAB") beside it)" >&2
-      exit 1
-    fi
+    need_vocab
     local prep=(--format "$FORMAT" --input "$raw" --output "$text" --max-source-tokens $((MAX_SRC - 2)))
     case $TOKENIZER in
       wordpiece) prep+=(--wordpiece-vocab "$VOCAB") ;;
@@ -125,112 +109,54 @@ s2s_ft_main() {
       ${TASK_PREP[@]+"${TASK_PREP[@]}"} $EXTRA_PREP
   fi
 
-  if s2s_ft_stage preprocess; then
-    require_pair_files "$text" "the prepare stage writes it"
-    local dict_flags=(--joined-dictionary)
-    if [ -f "$DICT" ]; then
-      dict_flags=(--srcdict "$DICT" --tgtdict "$DICT")
-    elif [ -n "$PRETRAINED" ]; then
-      echo "DICT=$DICT does not exist: fine-tuning needs the pre-trained model's dictionary" >&2
-      exit 1
-    fi
-    # through the plugin's task, which reads the importer's dict.txt (one token a line, no counts)
-    run_shown fairseq-preprocess --user-dir "$user_dir" --task unilm_seq2seq --source-lang src \
-      --target-lang tgt --trainpref "$text/train" --validpref "$text/valid" --testpref "$text/test" \
-      --destdir "$bin" --workers "$WORKERS" "${dict_flags[@]}"
-  fi
+  if stage_on preprocess; then preprocess_stage unilm_seq2seq "$text" "$bin"; fi
 
-  if s2s_ft_stage train; then
-    local steps=${STEPS:-} warmup=${WARMUP:-}
-    if [ -z "$steps" ]; then  # the paper gives epochs: count the updates they take
-      steps=$(updates_for_epochs "$text/train.src" "$TOTAL_BATCH" "$EPOCHS")
-    fi
+  if stage_on train; then
+    local steps warmup=${WARMUP:-}
+    steps=$(training_updates "$text")
     if [ -z "$warmup" ]; then warmup=$(( steps * WARMUP_PERCENT / 100 )); fi
-    : "${GPUS:=$("$PYTHON" -c 'import torch; print(max(torch.cuda.device_count(), 1))')}"
-    local per_step=$(( GPUS * BATCH_PER_GPU ))
-    if (( TOTAL_BATCH % per_step )); then
-      echo "TOTAL_BATCH=$TOTAL_BATCH is not a multiple of GPUS*BATCH_PER_GPU=$per_step" >&2
-      exit 1
-    fi
+    split_batch
+    eval_rouge_flags
     local train_flags=()
     # s2s-ft's mask probability: predicted targets (masked) or replaced real target inputs (pseudo-masked)
     if [ "$METHOD" = masked ]; then train_flags+=(--target-mask-prob "$TARGET_MASK_PROB"); fi
     if [ "$METHOD" = pseudo_masked ]; then train_flags+=(--target-word-drop-prob "$TARGET_MASK_PROB"); fi
     if [ -n "$PRETRAINED" ]; then train_flags+=(--pretrained-checkpoint "$PRETRAINED"); fi
     if [ "$FP16" = 1 ]; then train_flags+=(--fp16); fi
-    if [ "$EVAL_ROUGE" = 1 ]; then  # validation decodes as the test set is decoded; the best by ROUGE-L
-      train_flags+=(--eval-rouge --eval-rouge-detok "$(s2s_ft_detok)" --lenpen-style "$LENPEN_STYLE")
-      if [ -n "${NGRAM_EXEMPT:-}" ]; then train_flags+=(--no-repeat-ngram-exempt "$NGRAM_EXEMPT"); fi
-      train_flags+=(--eval-rouge-args "$(s2s_ft_decoding_json)" --best-checkpoint-metric rouge_l
-        --maximize-best-checkpoint-metric)
-    fi
+    train_flags+=(${EVAL_ROUGE_FLAGS[@]+"${EVAL_ROUGE_FLAGS[@]}"})
     echo "training: $steps updates ($warmup warm-up) of $TOTAL_BATCH examples" \
-      "= $GPUS GPUs x $BATCH_PER_GPU x update-freq $(( TOTAL_BATCH / per_step ))" >&2
+      "= $GPUS GPUs x $BATCH_PER_GPU x update-freq $UPDATE_FREQ" >&2
     run_shown fairseq-train "$bin" --user-dir "$user_dir" --task unilm_seq2seq "${arch_flags[@]}" \
       --criterion unilm_seq2seq --label-smoothing "$LABEL_SMOOTHING" --finetune-method "$METHOD" \
       --max-source-positions "$MAX_SRC" --max-target-positions "$MAX_TGT" \
       --optimizer adam --adam-betas '(0.9, 0.999)' --adam-eps "$ADAM_EPS" --weight-decay "$WEIGHT_DECAY" \
       --clip-norm "$CLIP_NORM" --lr "$LR" --lr-scheduler polynomial_decay --warmup-updates "$warmup" \
       --total-num-update "$steps" --max-update "$steps" \
-      --batch-size "$BATCH_PER_GPU" --update-freq $(( TOTAL_BATCH / per_step )) \
+      --batch-size "$BATCH_PER_GPU" --update-freq "$UPDATE_FREQ" \
       --dropout "$DROPOUT" --attention-dropout "$DROPOUT" \
       --save-dir "$save" --save-interval-updates "$SAVE_INTERVAL" --keep-interval-updates 5 \
       --no-epoch-checkpoints --seed "$SEED" --log-format simple --log-interval 100 \
       ${train_flags[@]+"${train_flags[@]}"} "$@"
   fi
 
-  if s2s_ft_stage generate; then
-    local gen_flags=()
+  if stage_on generate; then
+    local gen_flags=() decoded=${CKPT:-$save/checkpoint_last.pt}
     if [ "$TOKENIZER" = spm ]; then gen_flags+=(--post-process sentencepiece); fi
     if [ "$FP16" = 1 ]; then gen_flags+=(--fp16); fi
     if [ -n "${NGRAM_EXEMPT:-}" ]; then gen_flags+=(--no-repeat-ngram-exempt "$NGRAM_EXEMPT"); fi
     run_shown_to "$gen" fairseq-generate "$bin" --user-dir "$user_dir" --task unilm_seq2seq \
-      --path "${CKPT:-$save/checkpoint_last.pt}" \
+      --path "$decoded" \
       --finetune-method "$METHOD" --max-source-positions "$MAX_SRC" --max-target-positions "$MAX_TGT" \
       --gen-subset test --batch-size "$GEN_BATCH" --beam "$BEAM" --lenpen "$LENPEN" \
       --lenpen-style "$LENPEN_STYLE" --no-repeat-ngram-size "$NO_REPEAT_NGRAM" --min-len "$MIN_LEN" \
       --max-len-a 0 --max-len-b "$MAX_LEN_B" \
       --required-batch-size-multiple 1 --scoring "$SCORING" ${gen_flags[@]+"${gen_flags[@]}"}
-    local decoded=${CKPT:-$save/checkpoint_last.pt} bpe_flags=(--bpe none)
-    if [ "$TOKENIZER" = wordpiece ]; then bpe_flags=(--bpe wordpiece --bpe-file "$VOCAB"); fi
-    if [ "$TOKENIZER" = spm ]; then bpe_flags=(--bpe sentencepiece --bpe-file "$VOCAB"); fi
-    # the checkpoint folder becomes a model folder (when generation read real files: not under test stubs)
-    if [ "$(dirname "$decoded")" = "$save" ] && [ -f "$decoded" ] && [ -f "$bin/dict.src.txt" ]; then
-      run_shown "$PYTHON" "$S2S_FT_REPO/scripts/write_model_folder.py" "$save" --dicts "$bin" \
-        --checkpoint "$(basename "$decoded")" "${bpe_flags[@]}" --beam "$BEAM" --lenpen "$LENPEN" \
-        --lenpen-style "$LENPEN_STYLE" --min-len "$MIN_LEN" --max-len-b "$MAX_LEN_B" \
-        --no-repeat-ngram-size "$NO_REPEAT_NGRAM" ${NGRAM_EXEMPT:+--no-repeat-ngram-exempt "$NGRAM_EXEMPT"}
-    fi
+    write_model_folder "$save" "$decoded" "$bin"
   fi
 
-  if s2s_ft_stage score; then
-    local score_flags=()
-    # fairseq-generate has no --post-process for BERT's "##" pieces; sentencepiece was undone there
-    if [ "$TOKENIZER" = wordpiece ]; then score_flags+=(--detok wordpiece); fi
-    run_shown_tee "$work/scores.txt" "$PYTHON" "$S2S_FT_REPO/scripts/score.py" --generate-output "$gen" \
-      --metrics "$METRICS" --json "$work/scores.json" ${score_flags[@]+"${score_flags[@]}"} \
-      ${TASK_SCORE[@]+"${TASK_SCORE[@]}"}
-    if [ -f "$save/generation.json" ]; then cp "$work/scores.json" "$save/scores.json"; fi
-  fi
-  # the model folder keeps the commands that made it
-  if [ -f "$save/generation.json" ]; then cp "$work/commands.sh" "$save/commands.sh"; fi
+  if stage_on score; then score_stage "$work" "$save" ${TASK_SCORE[@]+"${TASK_SCORE[@]}"}; fi
+  keep_commands "$work" "$save"
 }
 
 # a recipe's data-preparation flags for its task (TASK_PREP) and scoring flags (TASK_SCORE); none by default
 s2s_ft_prep_flags() { :; }
-
-# the --eval-rouge-detok of TOKENIZER: how validation turns pieces back into text
-s2s_ft_detok() {
-  case $TOKENIZER in
-    spm) echo sentencepiece ;;
-    wordpiece) echo wordpiece ;;
-    *) echo none ;;
-  esac
-}
-
-# the test set's decoding settings as --eval-rouge-args
-s2s_ft_decoding_json() {
-  printf '{"beam": %s, "lenpen": %s, "min_len": %s, "max_len_a": 0, "max_len_b": %s, ' \
-    "$BEAM" "$LENPEN" "$MIN_LEN" "$MAX_LEN_B"
-  printf '"no_repeat_ngram_size": %s}\n' "$NO_REPEAT_NGRAM"
-}

@@ -272,6 +272,7 @@ SKIPPED_RECIPES = {
     "examples/s2s_ft/pipeline.sh": "sourced by the s2s-ft recipes (their scenarios run it)",
     "examples/palm/pipeline.sh": "sourced by the PALM recipes (their scenarios run it)",
     "examples/common/pairs.sh": "shared functions, sourced",
+    "examples/common/seq2seq_stages.sh": "the s2s-ft and PALM pipelines' shared stages, sourced",
     "examples/aclsum/common.sh": "shared functions, sourced",
 }
 
