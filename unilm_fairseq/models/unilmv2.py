@@ -17,7 +17,7 @@ from torch import Tensor, nn
 
 from .. import masks, seq2seq_layout
 from ..checkpoint.upgrade import upgrade_state
-from ..hub.unilm import UniLMHubInterface
+from ..hub.base import UniLMHubInterface
 from ..modules import UniLMLMHead, UniLMTransformer, transformer
 from ..modules.heads import SentenceClassificationHead, SentencePooler, SpanHead
 from .architecture_presets import leave_dataclass_registry
@@ -393,26 +393,3 @@ def unilmv2_tiny(args):
     args.rel_pos_bins = safe_getattr(args, "rel_pos_bins", 32)
     args.max_rel_pos = safe_getattr(args, "max_rel_pos", 128)
     base_architecture(args)
-
-
-def unilm_v1_architecture(args):
-    """UniLM v1: no relative position bias, 6 segment ids (LM identifiers, see
-    :mod:`unilm_fairseq.data.pretraining.unilm_objectives`); fills only unset fields."""
-    args.num_segments = safe_getattr(args, "num_segments", 6)
-    args.rel_pos_bins = safe_getattr(args, "rel_pos_bins", 0)
-    base_architecture(args)
-
-
-@register_model_architecture("unilmv2", "unilm_v1_base")
-def unilm_v1_base(args):
-    unilm_v1_architecture(args)
-
-
-@register_model_architecture("unilmv2", "unilm_v1_large")
-def unilm_v1_large(args):
-    """The paper's model: BERT-large sizes (24 layers, 1024 hidden, 16 heads)."""
-    args.encoder_layers = safe_getattr(args, "encoder_layers", 24)
-    args.encoder_embed_dim = safe_getattr(args, "encoder_embed_dim", 1024)
-    args.encoder_ffn_embed_dim = safe_getattr(args, "encoder_ffn_embed_dim", 4096)
-    args.encoder_attention_heads = safe_getattr(args, "encoder_attention_heads", 16)
-    unilm_v1_architecture(args)
