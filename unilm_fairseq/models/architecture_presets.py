@@ -16,8 +16,31 @@ before they read model options: it runs the architecture function early and catc
 which the dataclass used to.
 """
 
+from dataclasses import MISSING, fields
+from typing import Any, Mapping
+
 from fairseq.models import ARCH_CONFIG_REGISTRY, ARCH_MODEL_REGISTRY, MODEL_DATACLASS_REGISTRY
+from fairseq.utils import safe_getattr
 from omegaconf import OmegaConf, open_dict
+
+
+def fill_unset(args, values: Mapping[str, Any]) -> None:
+    """Set each option of ``values`` that ``args`` leaves unset (absent or None) to its value there."""
+    for name, value in values.items():
+        setattr(args, name, safe_getattr(args, name, value))
+
+
+def dataclass_defaults(dataclass) -> dict:
+    """``{option: default}`` of a model's config dataclass: the one place its defaults are written."""
+    found = {}
+    for f in fields(dataclass):
+        if f.name.startswith("_"):
+            continue  # FairseqDataclass's _name
+        if f.default is not MISSING:
+            found[f.name] = f.default
+        elif f.default_factory is not MISSING:
+            found[f.name] = f.default_factory()
+    return found
 
 
 def fill_architecture(cfg) -> None:
