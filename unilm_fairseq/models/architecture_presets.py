@@ -11,9 +11,9 @@ finds nothing left unset. A Hydra config with ``model._name: unilmv2_tiny`` woul
 So the ``unilmv2`` model keeps its dataclass for ``fairseq-train``'s options and ``--arch`` (the class's
 own ``__dataclass``) but leaves fairseq's dataclass registry, like the ``palm`` model, which never had an
 entry: a Hydra config's model section then reaches the architecture function as written, and the preset
-fills what it leaves out, as on the command line. The plugin's tasks call :func:`prepare_model_config`
-before they read model options: it runs the architecture function early and catches a misspelt option,
-which the dataclass used to.
+fills what it leaves out, as on the command line. Every task of the plugin runs
+:func:`prepare_model_config` once before it reads model options (``tasks/prepared_model.py``): it runs the
+architecture function early and catches a misspelt option, which the dataclass used to.
 """
 
 from dataclasses import MISSING, fields
