@@ -19,7 +19,7 @@ from collections import Counter
 
 from unilm_fairseq.encoders.wordpiece_tokenizer import add_casing_arguments
 from unilm_fairseq.prepare import glue
-from unilm_fairseq.prepare import seq2seq_sources as sources
+from unilm_fairseq.prepare import seq2seq_release_formats as sources
 
 logger = logging.getLogger("prepare_glue")
 

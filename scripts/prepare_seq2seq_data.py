@@ -42,8 +42,8 @@ import sys
 from collections import Counter
 
 from unilm_fairseq.encoders.wordpiece_tokenizer import add_casing_arguments, load_vocab
-from unilm_fairseq.prepare import seq2seq_rows as rows
-from unilm_fairseq.prepare import seq2seq_sources as sources
+from unilm_fairseq.prepare import hf_rows as rows
+from unilm_fairseq.prepare import seq2seq_release_formats as sources
 from unilm_fairseq.prepare.qg_windows import AnswerWindow
 
 logger = logging.getLogger("prepare_seq2seq_data")

@@ -17,7 +17,7 @@ import os
 import random
 import sys
 
-from unilm_fairseq.prepare.seq2seq_rows import EXTENSIONS, iter_rows
+from unilm_fairseq.prepare.hf_rows import EXTENSIONS, iter_rows
 
 logger = logging.getLogger("split_rows")
 LOGGED = 5

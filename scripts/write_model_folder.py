@@ -8,7 +8,7 @@ argument and generates from text with the settings the test set was decoded with
 
 Copies the binarized data's ``dict.src.txt`` and ``dict.tgt.txt`` and the tokenizer's file (as
 ``vocab.txt`` for WordPiece, ``spm.model`` for sentencepiece) into FOLDER, and writes ``generation.json``:
-the checkpoint to load, the tokenizer and the decoding settings (``unilm_fairseq/hub/unilm.py`` reads
+the checkpoint to load, the tokenizer and the decoding settings (``unilm_fairseq/hub/base.py`` reads
 it). The recipes run this after their generate stage.
 """
 

@@ -14,7 +14,7 @@ from fairseq.data.encoders import build_bpe
 
 from unilm_fairseq import UniLMHubInterface, UniLMModel
 from unilm_fairseq.encoders.wordpiece import SPECIAL_TOKENS
-from unilm_fairseq.hub.unilm import _local_bpe_files
+from unilm_fairseq.hub.base import _local_bpe_files
 from unilm_fairseq.models.unilmv2 import UniLMv2Model
 
 from ..helpers.cli import run_cli

@@ -12,6 +12,7 @@ import torch
 from fairseq.data import data_utils
 
 from unilm_fairseq import seq2seq_layout
+from unilm_fairseq.criterions.ae_par import AEPARCriterion
 from unilm_fairseq.data.seq2seq.seq2seq_dataset import Seq2SeqDataset
 from unilm_fairseq.models.generation import check_decoding_positions, last_decoding_position
 from unilm_fairseq.modules.transformer import check_positions
@@ -19,7 +20,7 @@ from unilm_fairseq.seq2seq_layout import FinetuneMethod
 from unilm_fairseq.tasks.unilm_seq2seq import _TokenList
 
 from ..helpers.host_reads import HOST_READS, HostRead, no_host_reads
-from ..helpers.models import tiny_model
+from ..helpers.models import make_dictionary, tiny_model
 from ..helpers.palm import batch as palm_batch
 from ..helpers.palm import palm_model
 from ..helpers.seq2seq import (
@@ -34,6 +35,8 @@ from ..helpers.seq2seq import (
     make_task,
     pairs_dataset,
 )
+from .test_criterion import Task
+from .test_criterion import batch as pmlm_batch
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 
@@ -68,6 +71,17 @@ def test_training_forward_reads_nothing_back(method):
         logits.float().logsumexp(-1).sum().backward()
     assert logits.shape[0] == int(net_input["masked_tokens"].sum())
     assert model.transformer.embeddings.positions.weight.grad is not None
+
+
+@pytest.mark.parametrize("options", [{}, {"leave_unmasked_prob": 0.3, "par_skip_unchanged": True}])
+def test_ae_par_criterion_forward_reads_nothing_back(options):
+    """The loss and its logged counts (tokens per objective, top-1 hits) stay tensors on the device."""
+    d = make_dictionary()
+    model, sample = tiny_model(d).train(), pmlm_batch(d, **options)
+    with no_host_reads():
+        loss, sample_size, log = AEPARCriterion(Task(d))(model, sample)
+        loss.backward()
+    assert log["ae_tokens"] + log["par_tokens"] == int(sample["ae_mask"].sum() + sample["par_mask"].sum())
 
 
 def test_palm_forward_reads_nothing_back():

@@ -3,12 +3,18 @@ fairseq's ``add_defaults`` before the task builds the model. An architecture nam
 presets to what the section leaves out, as ``--arch`` does; a misspelt option is an error; PALM's own
 options reach the model. (tests/cli/test_cli_hydra.py runs the command itself.)"""
 
+import argparse
+from dataclasses import fields
+
 import pytest
 import torch
 from fairseq import options, tasks
 from fairseq.dataclass.initialize import add_defaults
 from fairseq.dataclass.utils import convert_namespace_to_omegaconf
+from fairseq.models import ARCH_CONFIG_REGISTRY
 from omegaconf import OmegaConf
+
+from unilm_fairseq.models import PALMConfig, UniLMv2Config
 
 from ..helpers.models import make_dictionary
 
@@ -97,3 +103,26 @@ def test_the_command_line_builds_the_same_model(data, one_thread):
     cfg = convert_namespace_to_omegaconf(args)
     model = build(cfg)
     assert layers(model) == 2 and model.cfg.encoder_embed_dim == 64 and model.cfg.max_positions == 256
+
+
+@pytest.mark.parametrize("config, arch", [(UniLMv2Config, "unilmv2"), (PALMConfig, "palm_base")])
+def test_the_base_architecture_takes_its_defaults_from_the_config_dataclass(config, arch):
+    """The dataclass is the one place a default is written: the base architecture fills exactly its
+    defaults (PALM's own options; fairseq's Transformer ones are PALM's presets)."""
+    args = argparse.Namespace()
+    ARCH_CONFIG_REGISTRY[arch](args)
+    defaults = {f.name: f.default for f in fields(config) if not f.name.startswith("_")}
+    assert defaults and {name: getattr(args, name) for name in defaults} == defaults
+    args = argparse.Namespace(dropout=0.3)
+    ARCH_CONFIG_REGISTRY[arch](args)
+    assert args.dropout == 0.3  # a value given is kept
+
+
+def test_presets_only_state_what_differs_from_the_base():
+    """UniLM v1 differs from the base in its segments and position bias; its large sizes are unilmv2's."""
+    large, v1_large = argparse.Namespace(), argparse.Namespace()
+    ARCH_CONFIG_REGISTRY["unilmv2_large"](large)
+    ARCH_CONFIG_REGISTRY["unilm_v1_large"](v1_large)
+    differ = {name for name in vars(large) if getattr(large, name) != getattr(v1_large, name)}
+    assert differ == {"num_segments", "rel_pos_bins"}
+    assert (v1_large.num_segments, v1_large.rel_pos_bins, large.encoder_layers) == (6, 0, 24)

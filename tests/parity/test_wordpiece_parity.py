@@ -1,11 +1,11 @@
 """Every WordPiece path against transformers' BERT tokenizers, on a real uncased vocabulary (MiniLM's
 ``vocab.txt``) and a small hand-made cased one, with each path's casing left to the vocabulary.
 
-The paths: the preparation scripts' tokenizer (:func:`seq2seq_sources.make_tokenizer`), ``--bpe wordpiece``
-and the SQuAD offset tokenizer (:class:`WordPieceOffsets`). The references: the Python BERT tokenizer
-(``BertTokenizerLegacy`` in transformers 5, ``BertTokenizer`` before), compared on every string, and the
-``tokenizers``-backed ``BertTokenizer`` of transformers 5, whose normalizer has no NFC step: it gets the
-NFC form of each string, and differs on purpose only where listed in :data:`FAST_DIFFERS`.
+The paths: the preparation scripts' tokenizer (:func:`seq2seq_release_formats.make_tokenizer`),
+``--bpe wordpiece`` and the SQuAD offset tokenizer (:class:`WordPieceOffsets`). The references: the Python
+BERT tokenizer (``BertTokenizerLegacy`` in transformers 5, ``BertTokenizer`` before), compared on every
+string, and the ``tokenizers``-backed ``BertTokenizer`` of transformers 5, whose normalizer has no NFC
+step: it gets the NFC form of each string, and differs on purpose only where listed in :data:`FAST_DIFFERS`.
 """
 
 import argparse
@@ -30,7 +30,7 @@ from unilm_fairseq.encoders.wordpiece_tokenizer import (
     load_vocab,
     resolve_lowercase,
 )
-from unilm_fairseq.prepare.seq2seq_sources import make_tokenizer
+from unilm_fairseq.prepare.seq2seq_release_formats import make_tokenizer
 from unilm_fairseq.qa.offset_tokenizers import WordPieceOffsets
 
 from ..helpers.cli import REPO, run_cli

@@ -6,7 +6,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from unilm_fairseq.hub.unilm import UniLMHubInterface, read_generation_defaults
+from unilm_fairseq.hub.base import UniLMHubInterface, read_generation_defaults
 
 
 def test_a_folder_without_the_file_has_no_defaults(tmp_path):

@@ -9,9 +9,9 @@ from collections import Counter
 
 import pytest
 
-from unilm_fairseq.prepare import seq2seq_sources as sources
+from unilm_fairseq.prepare import seq2seq_release_formats as sources
 from unilm_fairseq.prepare.qg_windows import AnswerWindow, answer_window, grow, sentence_ends
-from unilm_fairseq.prepare.seq2seq_sources import Pair, WordPieceTokenizer
+from unilm_fairseq.prepare.seq2seq_release_formats import Pair, WordPieceTokenizer
 
 from ..helpers.cli import REPO, run_cli
 

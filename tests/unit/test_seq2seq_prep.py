@@ -8,8 +8,8 @@ from collections import Counter
 import pytest
 
 from unilm_fairseq.encoders.wordpiece_tokenizer import basic_tokenize
-from unilm_fairseq.prepare import seq2seq_sources as sources
-from unilm_fairseq.prepare.seq2seq_sources import Pair, WordPieceTokenizer
+from unilm_fairseq.prepare import seq2seq_release_formats as sources
+from unilm_fairseq.prepare.seq2seq_release_formats import Pair, WordPieceTokenizer
 
 from ..helpers.cli import REPO, run_cli
 

@@ -2,7 +2,7 @@
 
 from dataclasses import dataclass, field
 
-from fairseq import metrics
+from fairseq import metrics, utils
 from fairseq.criterions import FairseqCriterion, register_criterion
 from fairseq.dataclass import FairseqDataclass
 
@@ -60,8 +60,9 @@ class AEPARCriterion(FairseqCriterion):
             "par_loss": par_loss.data,
             "ae_correct": ae_correct.data,
             "par_correct": par_correct.data,
-            "ae_tokens": int(is_ae.sum()),
-            "par_tokens": int((~is_ae).sum()),
+            # counts stay on the device, as in fairseq's masked_lm: reading them here would stall each step
+            "ae_tokens": is_ae.sum(),
+            "par_tokens": (~is_ae).sum(),
             "par_skipped": sample["num_par_skipped"],
             "ntokens": sample["ntokens"],
             "nsentences": sample["nsentences"],
@@ -72,7 +73,7 @@ class AEPARCriterion(FairseqCriterion):
     @staticmethod
     def reduce_metrics(logging_outputs) -> None:
         def total(key):
-            return summed(logging_outputs, key)
+            return utils.item(summed(logging_outputs, key))
 
         sample_size = total("sample_size")
         predicted = total("ae_tokens") + total("par_tokens")

@@ -21,7 +21,7 @@ from ..encoders.wordpiece_tokenizer import resolve_lowercase
 from ..hf_import.config import CONFIG_FILE, ConversionError
 from ..hf_import.convert import ORIGIN_KEY, check_destination, write_files
 from ..hf_import.vocab import VOCAB_TXT
-from ..hub.unilm import read_generation_defaults
+from ..hub.base import read_generation_defaults
 from ..models.unilmv2 import SEGMENT_TABLE, TOKEN_TABLE, UniLMv2Model
 from ..tasks.decoding_conventions import LENPEN_STYLES
 from .layouts import LAYOUTS, ExportError, Layout, check_exportable, export_state, head_names, hf_config

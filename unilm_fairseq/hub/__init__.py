@@ -5,7 +5,7 @@
 return them, as fairseq's ``from_pretrained`` returns a ``GeneratorHubInterface``.
 """
 
+from .base import UniLMHubInterface, UniLMModel
 from .palm import PALMHubInterface
-from .unilm import UniLMHubInterface, UniLMModel
 
 __all__ = ["PALMHubInterface", "UniLMHubInterface", "UniLMModel"]

@@ -21,7 +21,7 @@ import numpy as np
 from fairseq.data import LanguagePairDataset, data_utils
 from torch import Tensor, nn
 
-from .unilm import Tokens, UniLMHubInterface, is_one_input
+from .base import Tokens, UniLMHubInterface, is_one_input
 
 
 class PALMHubInterface(UniLMHubInterface):

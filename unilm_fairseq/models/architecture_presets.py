@@ -11,13 +11,36 @@ finds nothing left unset. A Hydra config with ``model._name: unilmv2_tiny`` woul
 So the ``unilmv2`` model keeps its dataclass for ``fairseq-train``'s options and ``--arch`` (the class's
 own ``__dataclass``) but leaves fairseq's dataclass registry, like the ``palm`` model, which never had an
 entry: a Hydra config's model section then reaches the architecture function as written, and the preset
-fills what it leaves out, as on the command line. The plugin's tasks call :func:`prepare_model_config`
-before they read model options: it runs the architecture function early and catches a misspelt option,
-which the dataclass used to.
+fills what it leaves out, as on the command line. Every task of the plugin runs
+:func:`prepare_model_config` once before it reads model options (``tasks/prepared_model.py``): it runs the
+architecture function early and catches a misspelt option, which the dataclass used to.
 """
 
+from dataclasses import MISSING, fields
+from typing import Any, Mapping
+
 from fairseq.models import ARCH_CONFIG_REGISTRY, ARCH_MODEL_REGISTRY, MODEL_DATACLASS_REGISTRY
+from fairseq.utils import safe_getattr
 from omegaconf import OmegaConf, open_dict
+
+
+def fill_unset(args, values: Mapping[str, Any]) -> None:
+    """Set each option of ``values`` that ``args`` leaves unset (absent or None) to its value there."""
+    for name, value in values.items():
+        setattr(args, name, safe_getattr(args, name, value))
+
+
+def dataclass_defaults(dataclass) -> dict:
+    """``{option: default}`` of a model's config dataclass: the one place its defaults are written."""
+    found = {}
+    for f in fields(dataclass):
+        if f.name.startswith("_"):
+            continue  # FairseqDataclass's _name
+        if f.default is not MISSING:
+            found[f.name] = f.default
+        elif f.default_factory is not MISSING:
+            found[f.name] = f.default_factory()
+    return found
 
 
 def fill_architecture(cfg) -> None:

@@ -26,6 +26,7 @@ from torch import Tensor
 from ..hub.palm import PALMHubInterface
 from ..modules import UniLMLMHead
 from ..modules.pointer_generator import COPY_ATTENTION, COPY_GATE, PointerGenerator
+from .architecture_presets import dataclass_defaults, fill_unset
 
 logger = logging.getLogger(__name__)
 
@@ -64,7 +65,7 @@ class PALMConfig(FairseqDataclass):
         default=0, metadata={"help": "width of the additive copy attention; 0: the decoder's hidden size"}
     )
     encoder_layernorm_eps: float = field(
-        default=1e-5,
+        default=LAYERNORM_EPS,
         metadata={
             "help": "epsilon of the encoder's LayerNorms and MLM head (fairseq's default 1e-5; an encoder "
             "initialised from a BERT checkpoint takes its 1e-12)"
@@ -103,7 +104,7 @@ class PALMEncoder(TransformerEncoder):
 
     def __init__(self, args, dictionary, embed_tokens):
         super().__init__(args, dictionary, embed_tokens)
-        eps = safe_getattr(args, "encoder_layernorm_eps", LAYERNORM_EPS)
+        eps = args.encoder_layernorm_eps  # PALMModel.build_model filled PALM's options
         for module in self.modules():
             if hasattr(module, "normalized_shape") and hasattr(module, "eps"):  # torch's or apex's LayerNorm
                 module.eps = eps
@@ -132,9 +133,9 @@ class PALMDecoder(TransformerDecoder):
         hidden = self.output_embed_dim
         self.pointer = PointerGenerator(
             hidden,
-            safe_getattr(args, "copy_attention_dim", 0) or hidden,
+            args.copy_attention_dim or hidden,
             embed_tokens.weight,
-            copy=not safe_getattr(args, "no_copy", False),
+            copy=not args.no_copy,
         )
 
     def build_decoder_layer(self, args, no_encoder_attn=False):
@@ -201,11 +202,11 @@ class PALMModel(TransformerModel):
     def __init__(self, args, encoder, decoder):
         super().__init__(args, encoder, decoder)
         self.encoder_mlm_head = None
-        if not safe_getattr(args, "no_encoder_mlm_head", False):
+        if not args.no_encoder_mlm_head:
             self.encoder_mlm_head = UniLMLMHead(
                 encoder.embed_tokens.embedding_dim,
-                safe_getattr(args, "activation_fn", "gelu"),
-                safe_getattr(args, "encoder_layernorm_eps", LAYERNORM_EPS),
+                args.activation_fn,
+                args.encoder_layernorm_eps,
                 weight=encoder.embed_tokens.weight,
             )
 
@@ -337,10 +338,7 @@ def base_architecture(args):
     args.decoder_normalize_before = safe_getattr(args, "decoder_normalize_before", False)
     args.share_all_embeddings = True
     args.share_decoder_input_output_embed = True
-    args.no_copy = safe_getattr(args, "no_copy", False)
-    args.copy_attention_dim = safe_getattr(args, "copy_attention_dim", 0)
-    args.no_encoder_mlm_head = safe_getattr(args, "no_encoder_mlm_head", False)
-    args.encoder_layernorm_eps = safe_getattr(args, "encoder_layernorm_eps", LAYERNORM_EPS)
+    fill_unset(args, dataclass_defaults(PALMConfig))  # PALM's own options
     transformer_base_architecture(args)
 
 

@@ -1,6 +1,6 @@
 """The ``unilmv2`` model: one shared Transformer with a tied LM head.
 
-Architectures only fill defaults the user left unset (``safe_getattr``).
+Architectures only fill defaults the user left unset; the base defaults are :class:`UniLMv2Config`'s.
 """
 
 import logging
@@ -12,15 +12,14 @@ from fairseq import utils
 from fairseq.dataclass import ChoiceEnum, FairseqDataclass
 from fairseq.models import BaseFairseqModel, register_model, register_model_architecture
 from fairseq.modules.transformer_sentence_encoder import init_bert_params
-from fairseq.utils import safe_getattr
 from torch import Tensor, nn
 
 from .. import masks, seq2seq_layout
 from ..checkpoint.upgrade import upgrade_state
-from ..hub.unilm import UniLMHubInterface
+from ..hub.base import UniLMHubInterface
 from ..modules import UniLMLMHead, UniLMTransformer, transformer
 from ..modules.heads import SentenceClassificationHead, SentencePooler, SpanHead
-from .architecture_presets import leave_dataclass_registry
+from .architecture_presets import dataclass_defaults, fill_unset, leave_dataclass_registry
 from .generation import UniLMIncrementalDecoder, UniLMSourceEncoder, source_positions
 
 logger = logging.getLogger(__name__)
@@ -328,31 +327,21 @@ def check_seq2seq_segments(segments: Tuple[int, int], rows: int) -> None:
 
 
 def base_architecture(args):
-    """Defaults of the base model (12 layers, 768 hidden); fills only unset fields."""
-    args.encoder_layers = safe_getattr(args, "encoder_layers", 12)
-    args.encoder_embed_dim = safe_getattr(args, "encoder_embed_dim", 768)
-    args.token_embed_dim = safe_getattr(args, "token_embed_dim", 0)
-    args.encoder_ffn_embed_dim = safe_getattr(args, "encoder_ffn_embed_dim", 3072)
-    args.encoder_attention_heads = safe_getattr(args, "encoder_attention_heads", 12)
-    args.activation_fn = safe_getattr(args, "activation_fn", "gelu")
-    args.dropout = safe_getattr(args, "dropout", 0.1)
-    args.attention_dropout = safe_getattr(args, "attention_dropout", 0.1)
-    args.activation_dropout = safe_getattr(args, "activation_dropout", 0.0)
-    args.max_positions = safe_getattr(args, "max_positions", 512)
-    args.num_segments = safe_getattr(args, "num_segments", 2)
-    args.rel_pos_bins = safe_getattr(args, "rel_pos_bins", 32)
-    args.max_rel_pos = safe_getattr(args, "max_rel_pos", 128)
-    args.layernorm_eps = safe_getattr(args, "layernorm_eps", 1e-12)
-    args.checkpoint_activations = safe_getattr(args, "checkpoint_activations", False)
-    args.pooler_activation_fn = safe_getattr(args, "pooler_activation_fn", "tanh")
-    args.pooler_dropout = safe_getattr(args, "pooler_dropout", 0.1)
-    args.seq2seq_method = safe_getattr(
-        args, "seq2seq_method", seq2seq_layout.FinetuneMethod.PSEUDO_MASKED.value
-    )
-    args.seq2seq_source_positions = safe_getattr(args, "seq2seq_source_positions", 0)
-    args.seq2seq_target_positions = safe_getattr(args, "seq2seq_target_positions", 0)
-    args.seq2seq_source_segment = safe_getattr(args, "seq2seq_source_segment", seq2seq_layout.SOURCE_SEGMENT)
-    args.seq2seq_target_segment = safe_getattr(args, "seq2seq_target_segment", seq2seq_layout.TARGET_SEGMENT)
+    """The base model (12 layers, 768 hidden): :class:`UniLMv2Config`'s defaults; fills only unset fields."""
+    fill_unset(args, dataclass_defaults(UniLMv2Config))
+
+
+def sizes(layers: int, hidden: int, ffn: int, heads: int) -> dict:
+    """An architecture's Transformer sizes as options."""
+    return {
+        "encoder_layers": layers,
+        "encoder_embed_dim": hidden,
+        "encoder_ffn_embed_dim": ffn,
+        "encoder_attention_heads": heads,
+    }
+
+
+LARGE = sizes(24, 1024, 4096, 16)  # BERT-large, shared by unilmv2_large and UniLM v1's unilm_v1_large
 
 
 # fairseq-hydra-train: a config's model._name applies its architecture's presets (architecture_presets.py)
@@ -366,53 +355,18 @@ def unilmv2_base(args):
 
 @register_model_architecture("unilmv2", "unilmv2_large")
 def unilmv2_large(args):
-    args.encoder_layers = safe_getattr(args, "encoder_layers", 24)
-    args.encoder_embed_dim = safe_getattr(args, "encoder_embed_dim", 1024)
-    args.encoder_ffn_embed_dim = safe_getattr(args, "encoder_ffn_embed_dim", 4096)
-    args.encoder_attention_heads = safe_getattr(args, "encoder_attention_heads", 16)
+    fill_unset(args, LARGE)
     base_architecture(args)
 
 
 @register_model_architecture("unilmv2", "unilmv2_small")
 def unilmv2_small(args):
-    args.encoder_layers = safe_getattr(args, "encoder_layers", 6)
-    args.encoder_embed_dim = safe_getattr(args, "encoder_embed_dim", 384)
-    args.encoder_ffn_embed_dim = safe_getattr(args, "encoder_ffn_embed_dim", 1536)
-    args.encoder_attention_heads = safe_getattr(args, "encoder_attention_heads", 12)
+    fill_unset(args, sizes(6, 384, 1536, 12))
     base_architecture(args)
 
 
 @register_model_architecture("unilmv2", "unilmv2_tiny")
 def unilmv2_tiny(args):
     """For tests and the CPU demo: distinct small sizes so shape bugs show."""
-    args.encoder_layers = safe_getattr(args, "encoder_layers", 3)
-    args.encoder_embed_dim = safe_getattr(args, "encoder_embed_dim", 64)
-    args.encoder_ffn_embed_dim = safe_getattr(args, "encoder_ffn_embed_dim", 96)
-    args.encoder_attention_heads = safe_getattr(args, "encoder_attention_heads", 4)
-    args.max_positions = safe_getattr(args, "max_positions", 256)
-    args.rel_pos_bins = safe_getattr(args, "rel_pos_bins", 32)
-    args.max_rel_pos = safe_getattr(args, "max_rel_pos", 128)
+    fill_unset(args, {**sizes(3, 64, 96, 4), "max_positions": 256})
     base_architecture(args)
-
-
-def unilm_v1_architecture(args):
-    """UniLM v1: no relative position bias, 6 segment ids (LM identifiers, see
-    :mod:`unilm_fairseq.data.pretraining.unilm_objectives`); fills only unset fields."""
-    args.num_segments = safe_getattr(args, "num_segments", 6)
-    args.rel_pos_bins = safe_getattr(args, "rel_pos_bins", 0)
-    base_architecture(args)
-
-
-@register_model_architecture("unilmv2", "unilm_v1_base")
-def unilm_v1_base(args):
-    unilm_v1_architecture(args)
-
-
-@register_model_architecture("unilmv2", "unilm_v1_large")
-def unilm_v1_large(args):
-    """The paper's model: BERT-large sizes (24 layers, 1024 hidden, 16 heads)."""
-    args.encoder_layers = safe_getattr(args, "encoder_layers", 24)
-    args.encoder_embed_dim = safe_getattr(args, "encoder_embed_dim", 1024)
-    args.encoder_ffn_embed_dim = safe_getattr(args, "encoder_ffn_embed_dim", 4096)
-    args.encoder_attention_heads = safe_getattr(args, "encoder_attention_heads", 16)
-    unilm_v1_architecture(args)

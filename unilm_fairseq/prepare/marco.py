@@ -17,7 +17,7 @@ import json
 from collections import Counter
 from typing import Dict, Iterator, List, Optional, Tuple
 
-from .seq2seq_sources import Pair, normalize
+from .seq2seq_release_formats import Pair, normalize
 
 NO_ANSWER = "No Answer Present."
 ANSWER_FIELDS = {"answers": "answers", "well_formed": "wellFormedAnswers"}

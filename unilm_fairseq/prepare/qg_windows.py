@@ -24,7 +24,7 @@ rule misses or invents a few boundaries (``Mr. Smith``); that only moves a windo
 The answer is found at the character offset the data gives (SQuAD's ``answer_start``, carried in
 :attr:`Pair.answer_start`), else by searching its text in the passage (first occurrence). The windows
 are cut between whitespace-separated words, where the sentencepiece, WordPiece and whitespace
-tokenizers of :mod:`.seq2seq_sources` never join text, and the window's tokens are checked against the
+tokenizers of :mod:`.seq2seq_release_formats` never join text, and the window's tokens are checked against the
 budget after tokenizing it.
 
 Counts go into ``stats``: ``qg_window`` (passages cut to a window around the answer),
@@ -38,7 +38,7 @@ import re
 from collections import Counter
 from typing import Callable, List, Optional, Sequence, Tuple
 
-from .seq2seq_sources import Pair, join_segments, truncate
+from .seq2seq_release_formats import Pair, join_segments, truncate
 
 Tokenize = Callable[[str], List[str]]
 SENTENCE_END = re.compile(r"[.!?][\"'”’)\]]*$")
@@ -138,7 +138,7 @@ def words_of_span(words: Sequence[str], span: Tuple[int, int]) -> Tuple[int, int
 
 
 class AnswerWindow:
-    """``fit_source`` for :func:`.seq2seq_sources.format_pairs`: a QG pair's source tokens within the
+    """``fit_source`` for :func:`.seq2seq_release_formats.format_pairs`: a QG pair's source tokens within the
     limit, with a passage window around the answer.
 
     A pair's source is ``(answer, passage)`` (``answer_first``) or ``(passage, answer)``, from SQuAD

@@ -29,7 +29,6 @@ from ..data.pretraining.palm_fragments import (
     corpus_fragments,
 )
 from ..data.pretraining.palm_pretrain_dataset import PALMPretrainDataset
-from ..models.architecture_presets import prepare_model_config
 from ..modules.ngram_block import with_prefix_ngram_blocker
 from .mixed_precision import MixedPrecisionConfig
 from .shared_dictionary import SharedDictionaryTask
@@ -204,11 +203,10 @@ class PALMPretrainTask(SharedDictionaryTask):
         )
         return self.datasets[split]
 
-    def build_model(self, cfg, from_checkpoint=False):
-        prepare_model_config(cfg, from_checkpoint)
+    def build_prepared_model(self, cfg, from_checkpoint=False):
         if from_checkpoint:
-            return super().build_model(cfg, from_checkpoint)
-        build = functools.partial(super().build_model, from_checkpoint=False)
+            return super().build_prepared_model(cfg, from_checkpoint)
+        build = functools.partial(super().build_prepared_model, from_checkpoint=False)
         if self.cfg.pretrained_encoder:
             return build_with_unilmv2_encoder(build, cfg, self.cfg.pretrained_encoder, self.dictionary)
         model = build(cfg)

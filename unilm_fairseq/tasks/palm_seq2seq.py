@@ -18,9 +18,9 @@ from ..checkpoint.palm_init import (
 )
 from ..data.dictionary import load_dictionary_with_mask
 from ..data.skip_indices_dataset import SkipIndicesDataset
-from ..models.architecture_presets import prepare_model_config
 from .decoding_conventions import DecodingConventionsConfig, DecodingConventionsTask
 from .mixed_precision import MixedPrecisionConfig, MixedPrecisionTask
+from .prepared_model import PreparedModelTask
 from .rouge_validation import RougeValidationConfig, RougeValidationTask
 
 logger = logging.getLogger(__name__)
@@ -56,7 +56,9 @@ class PALMSeq2SeqConfig(
 
 
 @register_task("palm_seq2seq", dataclass=PALMSeq2SeqConfig)
-class PALMSeq2SeqTask(MixedPrecisionTask, RougeValidationTask, DecodingConventionsTask, TranslationTask):
+class PALMSeq2SeqTask(
+    PreparedModelTask, MixedPrecisionTask, RougeValidationTask, DecodingConventionsTask, TranslationTask
+):
     """fairseq's translation task with PALM's conventions.
 
     One dictionary (with ``<mask>``, so its size matches pre-training) serves source and target; pairs
@@ -96,10 +98,9 @@ class PALMSeq2SeqTask(MixedPrecisionTask, RougeValidationTask, DecodingConventio
         self.datasets[split] = SkipIndicesDataset(dataset, np.flatnonzero(empty))
         return self.datasets[split]
 
-    def build_model(self, cfg, from_checkpoint=False):
-        prepare_model_config(cfg, from_checkpoint)
+    def build_prepared_model(self, cfg, from_checkpoint=False):
         if from_checkpoint:
-            return super().build_model(cfg, from_checkpoint)
+            return super().build_prepared_model(cfg, from_checkpoint)
         if self.cfg.pretrained_checkpoint and self.cfg.pretrained_encoder:
             raise ValueError("give --pretrained-checkpoint (a palm model) or --pretrained-encoder, not both")
         ablation = str(self.cfg.pretrained_ablation)
@@ -107,7 +108,7 @@ class PALMSeq2SeqTask(MixedPrecisionTask, RougeValidationTask, DecodingConventio
             raise ValueError(f"--pretrained-ablation {ablation} ablates a --pretrained-checkpoint: give one")
         # fine-tuning trains no MLM loss: an unused head stalls DDP
         set_model_option(cfg, "no_encoder_mlm_head", True)
-        build = functools.partial(super().build_model, from_checkpoint=from_checkpoint)
+        build = functools.partial(super().build_prepared_model, from_checkpoint=from_checkpoint)
         if self.cfg.pretrained_encoder:
             return build_with_unilmv2_encoder(build, cfg, self.cfg.pretrained_encoder, self.source_dictionary)
         model = build(cfg)

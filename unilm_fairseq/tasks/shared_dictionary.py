@@ -14,8 +14,8 @@ from omegaconf import II, MISSING
 from ..data.dictionary import load_dictionary_with_mask
 from ..data.pretraining.segment_pairs import SPECIAL_TOKENS_PER_PAIR
 from ..data.shard_check import check_binarized_split
-from ..models.architecture_presets import prepare_model_config
 from .mixed_precision import MixedPrecisionConfig, MixedPrecisionTask
+from .prepared_model import PreparedModelTask
 
 logger = logging.getLogger(__name__)
 
@@ -68,7 +68,7 @@ def text_blocks(lines, dictionary, cfg: TextBlocksConfig):
     return blocks, block_size
 
 
-class SharedDictionaryTask(MixedPrecisionTask, FairseqTask):
+class SharedDictionaryTask(PreparedModelTask, MixedPrecisionTask, FairseqTask):
     """Base of tasks whose inputs and outputs use one dictionary (one embedding table); ``--amp-bf16``
     where the task's config has it (:class:`MixedPrecisionConfig`)."""
 
@@ -79,10 +79,6 @@ class SharedDictionaryTask(MixedPrecisionTask, FairseqTask):
     def __init__(self, cfg, dictionary):
         super().__init__(cfg)
         self.dictionary = dictionary
-
-    def build_model(self, cfg, from_checkpoint=False):
-        prepare_model_config(cfg, from_checkpoint)
-        return super().build_model(cfg, from_checkpoint)
 
     def build_criterion(self, cfg, from_checkpoint=False):
         if cfg is None and self.default_criterion is not None:

@@ -18,7 +18,6 @@ from omegaconf import MISSING
 
 from ..checkpoint.unilmv2_init import load_pretrained_weights
 from ..encoders.wordpiece_tokenizer import casing_choice
-from ..models.architecture_presets import prepare_model_config
 from ..modules.heads import ANSWERABILITY_CLASSES
 from ..qa.offset_tokenizers import SentencePieceOffsets, WordPieceOffsets, words_tokenizer
 from ..qa.squad_dataset import SquadWindowDataset, tokenize_examples
@@ -156,13 +155,12 @@ class SquadQATask(SharedDictionaryTask):
         )  # fmt: skip
         return SquadWindowDataset(examples, tokenized, windows, self.dictionary, stats)
 
-    def build_model(self, cfg, from_checkpoint=False):
-        prepare_model_config(cfg, from_checkpoint)
+    def build_prepared_model(self, cfg, from_checkpoint=False):
         if not from_checkpoint and cfg.max_positions < self.cfg.max_seq_length:
             logger.info("position table grows from %d to --max-seq-length %d rows", cfg.max_positions,
                         self.cfg.max_seq_length)  # fmt: skip
             cfg.max_positions = self.cfg.max_seq_length
-        model = super().build_model(cfg, from_checkpoint)
+        model = super().build_prepared_model(cfg, from_checkpoint)
         if self.cfg.pretrained_checkpoint and not from_checkpoint:
             # before the heads exist: the checkpoint's task heads are dropped and the QA heads start fresh
             load_pretrained_weights(model, self.cfg.pretrained_checkpoint)

@@ -22,7 +22,6 @@ from ..data.pretraining.unilm_objectives import (
     UniLMObjectiveDataset,
     block_document_ranges,
 )
-from ..models.architecture_presets import prepare_model_config
 from .shared_dictionary import DOCUMENT_SEP_LEN, SharedDictionaryTask, TextBlocksConfig, text_blocks
 
 logger = logging.getLogger(__name__)
@@ -83,8 +82,7 @@ class UniLMTask(SharedDictionaryTask):
         super().__init__(cfg, dictionary)
         self.mask_idx = dictionary.index("<mask>")
 
-    def build_model(self, cfg, from_checkpoint=False):
-        prepare_model_config(cfg, from_checkpoint)
+    def build_prepared_model(self, cfg, from_checkpoint=False):
         segments = getattr(cfg, "num_segments", None)
         if segments is not None and segments < NUM_SEGMENTS:
             raise ValueError(
@@ -92,7 +90,7 @@ class UniLMTask(SharedDictionaryTask):
                 f"bidirectional 0/1, left-to-right 2, right-to-left 3, seq2seq 4/5), got {segments}; "
                 f"pass --num-segments {NUM_SEGMENTS} or use --arch unilm_v1_base/unilm_v1_large"
             )
-        model = super().build_model(cfg, from_checkpoint)
+        model = super().build_prepared_model(cfg, from_checkpoint)
         model.build_nsp_head()
         if self.cfg.pretrained_checkpoint and not from_checkpoint:
             load_pretrained_weights(model, self.cfg.pretrained_checkpoint)

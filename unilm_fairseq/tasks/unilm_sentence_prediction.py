@@ -13,22 +13,18 @@ from fairseq.tasks import register_task
 from fairseq.tasks.sentence_prediction import SentencePredictionConfig, SentencePredictionTask
 
 from ..data.dictionary import load_dictionary_with_mask
-from ..models.architecture_presets import prepare_model_config
+from .prepared_model import PreparedModelTask
 
 logger = logging.getLogger(__name__)
 
 
 @register_task("unilm_sentence_prediction", dataclass=SentencePredictionConfig)
-class UniLMSentencePredictionTask(SentencePredictionTask):
+class UniLMSentencePredictionTask(PreparedModelTask, SentencePredictionTask):
     """Sentence (pair) classification or regression from the [SOS] vector."""
 
     @classmethod
     def load_dictionary(cls, filename):
         return load_dictionary_with_mask(filename)
-
-    def build_model(self, cfg, from_checkpoint=False):
-        prepare_model_config(cfg, from_checkpoint)
-        return super().build_model(cfg, from_checkpoint)
 
     @classmethod
     def setup_task(cls, cfg, **kwargs):

@@ -17,7 +17,6 @@ from .. import seq2seq_layout
 from ..checkpoint.unilmv2_init import checkpoint_seq2seq_segments, load_pretrained_weights
 from ..data.masking import MaskingConfig
 from ..data.seq2seq.seq2seq_dataset import SOURCE_SPECIALS, TARGET_SPECIALS, Seq2SeqDataset
-from ..models.architecture_presets import prepare_model_config
 from ..models.generation import check_decoding_positions, last_decoding_position
 from ..models.unilmv2 import check_seq2seq_segments
 from .decoding_conventions import DecodingConventionsConfig, DecodingConventionsTask, check_min_len_fits
@@ -204,8 +203,7 @@ class UniLMSeq2SeqTask(RougeValidationTask, DecodingConventionsTask, SharedDicti
         # nothing pre-trained to match (this project's choice)
         return seq2seq_layout.PAIR_SEGMENTS, "no --pretrained-checkpoint"
 
-    def build_model(self, cfg, from_checkpoint=False):
-        prepare_model_config(cfg, from_checkpoint)
+    def build_prepared_model(self, cfg, from_checkpoint=False):
         if from_checkpoint:
             self._take_limits_from(cfg)
             self._take_segments_from(cfg)
@@ -226,7 +224,7 @@ class UniLMSeq2SeqTask(RougeValidationTask, DecodingConventionsTask, SharedDicti
         elif seq2seq_layout.FinetuneMethod(str(cfg.seq2seq_method)) != self.finetune_method:
             logger.info("decoding with the checkpoint's method %s", cfg.seq2seq_method)
         check_seq2seq_segments(self.seq2seq_segments, cfg.num_segments)
-        model = super().build_model(cfg, from_checkpoint)
+        model = super().build_prepared_model(cfg, from_checkpoint)
         if self.cfg.pretrained_checkpoint and not from_checkpoint:
             load_pretrained_weights(model, self.cfg.pretrained_checkpoint)
         return model

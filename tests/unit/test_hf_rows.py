@@ -12,9 +12,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from unilm_fairseq.prepare import seq2seq_rows as rows
-from unilm_fairseq.prepare import seq2seq_sources as sources
-from unilm_fairseq.prepare.seq2seq_sources import Pair
+from unilm_fairseq.prepare import hf_rows as rows
+from unilm_fairseq.prepare import seq2seq_release_formats as sources
+from unilm_fairseq.prepare.seq2seq_release_formats import Pair
 
 from ..helpers.cli import REPO, run_cli
 

@@ -26,7 +26,7 @@ import os
 from collections import Counter
 from typing import Any, Dict, Iterator, List, NamedTuple, Optional, Sequence, Tuple
 
-from .seq2seq_sources import GIGAWORD_UNK, SPLIT_ALIASES, Pair, normalize, replace_words, squad_pair
+from .seq2seq_release_formats import GIGAWORD_UNK, SPLIT_ALIASES, Pair, normalize, replace_words, squad_pair
 
 logger = logging.getLogger(__name__)
 
@@ -191,7 +191,8 @@ class RowReader:
 
     Args:
         layout: the fields; ``answer`` set makes question-generation pairs (source segments answer and
-            passage, or passage and answer with ``answer_first=False``: :func:`.seq2seq_sources.squad_pair`).
+            passage, or passage and answer with ``answer_first=False``:
+            :func:`.seq2seq_release_formats.squad_pair`).
         target_lines: a target string holds one sentence a line (CNN/DailyMail highlights).
         unk_token: replaces Gigaword's ``UNK`` in both sides.
     """
