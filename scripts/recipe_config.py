@@ -5,6 +5,8 @@
     python scripts/recipe_config.py table examples/s2s_ft/config/cnndm.yaml   # the settings, as Markdown
     python scripts/recipe_config.py docs [--check]                            # docs/recipes.md's tables
     python scripts/recipe_config.py updates WORK/text/train.src 64 14         # updates of 14 epochs of 64
+    python scripts/recipe_config.py updates train.input0 32 10 --warmup-ratio 0.1   # updates, warm-up
+    python scripts/recipe_config.py squad-updates WORK/data 32 4 --warmup-percent 10 [task options]
 
 A config says each setting once. A setting the recipe exposes carries an annotation on the line above it,
 
@@ -20,7 +22,10 @@ uncommented. ``env`` prints ``NAME=${NAME:-value}`` for every annotated setting:
 value set in the environment wins and every other value is the config's.
 
 ``updates`` is the one place the recipes turn epochs into updates: ceil(examples / batch) x epochs, with
-the examples counted as the lines of the prepared training file.
+the examples counted as the lines of the prepared training file; with a warm-up option it also prints the
+warm-up updates, int(updates x ratio) or updates x percent // 100. ``squad-updates`` counts SQuAD's training
+windows with the squad_qa task's own reader (the examples of extractive QA are windows, not lines) and
+prints the windows, the updates ceil(windows x epochs / batch) and the warm-up.
 """
 
 import argparse
@@ -193,6 +198,33 @@ def updates_for_epochs(train_file: str, batch: int, epochs: int) -> int:
     return -(-examples // batch) * epochs
 
 
+def warmup_updates(updates: int, ratio: Optional[float], percent: Optional[int]) -> Optional[int]:
+    if ratio is not None:
+        return int(updates * ratio)
+    if percent is not None:
+        return updates * percent // 100
+    return None
+
+
+def squad_windows(data: str, tokenizer: str, cased: bool, seq: int, stride: int, query: int) -> int:
+    """The training windows of SQuAD's train.json in ``data``, as the squad_qa task makes them."""
+    import logging
+
+    logging.disable(logging.INFO)
+    from unilm_fairseq.tasks.squad_qa import SquadQAConfig, SquadQATask
+
+    cfg = SquadQAConfig(data=data, qa_tokenizer=tokenizer, cased=cased, max_seq_length=seq,
+                        doc_stride=stride, max_query_length=query)  # fmt: skip
+    task = SquadQATask.setup_task(cfg)
+    return len(task.load_squad(task.split_file("train"), training=True))
+
+
+def add_warmup_options(parser: argparse.ArgumentParser) -> None:
+    warmup = parser.add_mutually_exclusive_group()
+    warmup.add_argument("--warmup-ratio", type=float, help="also print int(updates x RATIO)")
+    warmup.add_argument("--warmup-percent", type=int, help="also print updates x PERCENT // 100")
+
+
 def main(argv: Optional[List[str]] = None) -> int:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -206,6 +238,17 @@ def main(argv: Optional[List[str]] = None) -> int:
     updates.add_argument("train_file")
     updates.add_argument("batch", type=int)
     updates.add_argument("epochs", type=int)
+    add_warmup_options(updates)
+    squad = commands.add_parser("squad-updates", help="SQuAD's training windows, the updates and warm-up")
+    squad.add_argument("data", help="the folder with train.json and dict.txt")
+    squad.add_argument("batch", type=int)
+    squad.add_argument("epochs", type=int)
+    squad.add_argument("--qa-tokenizer", default="wordpiece")
+    squad.add_argument("--cased", action="store_true")
+    squad.add_argument("--max-seq-length", type=int, default=384)
+    squad.add_argument("--doc-stride", type=int, default=128)
+    squad.add_argument("--max-query-length", type=int, default=64)
+    add_warmup_options(squad)
     args = parser.parse_args(argv)
 
     try:
@@ -220,7 +263,15 @@ def main(argv: Optional[List[str]] = None) -> int:
                 print(f"{args.train_file}: no such file (the prepare stage writes it; or set STEPS)",
                       file=sys.stderr)  # fmt: skip
                 return 1
-            print(updates_for_epochs(args.train_file, args.batch, args.epochs))
+            updates = updates_for_epochs(args.train_file, args.batch, args.epochs)
+            warmup = warmup_updates(updates, args.warmup_ratio, args.warmup_percent)
+            print(updates if warmup is None else f"{updates} {warmup}")
+        elif args.command == "squad-updates":
+            windows = squad_windows(args.data, args.qa_tokenizer, args.cased, args.max_seq_length,
+                                    args.doc_stride, args.max_query_length)  # fmt: skip
+            updates = -(-windows * args.epochs // args.batch)
+            warmup = warmup_updates(updates, args.warmup_ratio, args.warmup_percent)
+            print(windows, updates, *([] if warmup is None else [warmup]))
         else:
             with open(DOCS, encoding="utf-8") as f:
                 text = f.read()

@@ -108,9 +108,9 @@ else
     --destdir "$WORK/bin/label" --workers 4
 fi
 
-EXAMPLES=$(wc -l < "$WORK/raw/train.input0")
-UPDATES=$(( (EXAMPLES + BATCH - 1) / BATCH * EPOCHS ))
-WARMUP=$(python -c "print(int($UPDATES * $WARMUP_RATIO))")
+COUNTS=$(python scripts/recipe_config.py updates "$WORK/raw/train.input0" "$BATCH" "$EPOCHS" \
+  --warmup-ratio "$WARMUP_RATIO")
+read -r UPDATES WARMUP <<< "$COUNTS"
 RESTORE=()
 if [ -n "${PRETRAINED:-}" ]; then
   RESTORE=(--restore-file "$PRETRAINED" --reset-optimizer --reset-dataloader --reset-meters --reset-lr-scheduler)

@@ -105,21 +105,13 @@ if [ "$ANSWERABILITY_HEAD" = 1 ]; then
                        --no-answer-prob-output "$WORK/no_answer_probs.json")
 fi
 
-# the number of updates follows from the number of training windows
-WINDOWS=$(python - "$WORK/data" "$TOKENIZER" "$CASED" "$MAX_SEQ_LENGTH" "$DOC_STRIDE" "$MAX_QUERY_LENGTH" <<'PY'
-import logging, sys
-logging.disable(logging.INFO)
-from unilm_fairseq.tasks.squad_qa import SquadQAConfig, SquadQATask
-data, tokenizer, cased, seq, stride, query = sys.argv[1:]
-cfg = SquadQAConfig(data=data, qa_tokenizer=tokenizer, cased=cased == "1", max_seq_length=int(seq),
-                    doc_stride=int(stride), max_query_length=int(query))
-task = SquadQATask.setup_task(cfg)
-print(len(task.load_squad(task.split_file("train"), training=True)))
-PY
-)
+# the number of updates follows from the number of training windows, counted by the task's own reader
+COUNT_SCRIPT=$(dirname "${BASH_SOURCE[0]}")/../../scripts/recipe_config.py
+COUNTS=$(python "$COUNT_SCRIPT" squad-updates "$WORK/data" "$TOTAL_BATCH" "$EPOCHS" \
+  --warmup-percent "$WARMUP_PERCENT" --qa-tokenizer "$TOKENIZER" ${CASE_FLAG[@]+"${CASE_FLAG[@]}"} \
+  --max-seq-length "$MAX_SEQ_LENGTH" --doc-stride "$DOC_STRIDE" --max-query-length "$MAX_QUERY_LENGTH")
+read -r WINDOWS UPDATES WARMUP <<< "$COUNTS"
 UPDATE_FREQ=$(( TOTAL_BATCH / (GPUS * BATCH_PER_GPU) ))
-UPDATES=$(( (WINDOWS * EPOCHS + TOTAL_BATCH - 1) / TOTAL_BATCH ))
-WARMUP=$(( UPDATES * WARMUP_PERCENT / 100 ))
 echo "SQuAD v$VERSION: $WINDOWS training windows -> $UPDATES updates ($WARMUP warm-up)"
 
 fairseq-train "$WORK/data" --user-dir unilm_fairseq "${TASK_FLAGS[@]}" "${PRETRAINED_FLAG[@]}" \

@@ -326,7 +326,7 @@ def make_stubs(folder: str) -> None:
         write_stub(os.path.join(folder, tool), f"TOOL={tool}\n{LOG_LINE}{save}{OUTPUT}")
     # python: a script file (NAME.py) is logged; anything else runs with the real interpreter, as does
     # scripts/recipe_config.py, which only reads a recipe's config (what it gives shows in the commands)
-    python = f'case "${{1:-}}" in\n  */scripts/recipe_config.py) ;;\n  *.py)\n    TOOL=python\n{LOG_LINE}'
+    python = f'case "${{1:-}}" in\n  *scripts/recipe_config.py) ;;\n  *.py)\n    TOOL=python\n{LOG_LINE}'
     python += '    echo "stub pairs"\n    exit 0 ;;\nesac\n'
     python += f'exec {sys.executable} "$@"\n'
     for name in ("python", "python3"):
