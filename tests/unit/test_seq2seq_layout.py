@@ -313,12 +313,12 @@ def test_the_model_config_records_the_method_as_a_plain_string(method):
     cfg = OmegaConf.structured(tiny_config(max_positions=512))
     cfg._name = "unilmv2"
     model = task.build_model(cfg)
-    assert model.decoder.method is model.encoder.method is seq2seq_layout.FinetuneMethod(method)
-    assert task._dataset(_Lines(), None).method is seq2seq_layout.FinetuneMethod(method)
+    assert model.decoder.spec.method is model.encoder.spec.method is seq2seq_layout.FinetuneMethod(method)
+    assert task._dataset(_Lines(), None).spec.method is seq2seq_layout.FinetuneMethod(method)
     saved = OmegaConf.to_container(model.cfg, enum_to_str=True)  # as fairseq's trainer saves it
     assert type(saved["seq2seq_method"]) is str and saved["seq2seq_method"] == method
     reloaded = task.build_model(OmegaConf.create(saved), from_checkpoint=True)
-    assert reloaded.decoder.method is seq2seq_layout.FinetuneMethod(method)
+    assert reloaded.decoder.spec.method is seq2seq_layout.FinetuneMethod(method)
 
 
 class _Lines:

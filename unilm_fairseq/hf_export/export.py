@@ -4,6 +4,7 @@ The checkpoint is read and checked, every file is built in memory, and the direc
 atomically (:func:`unilm_fairseq.hf_import.convert.write_files`), so a failed export leaves no output.
 """
 
+import dataclasses
 import json
 import logging
 import os
@@ -155,6 +156,17 @@ def tokenizer_config(dictionary, tokens: List[str], lowercase: Optional[bool], m
     return config
 
 
+def recorded_spec(cfg) -> seq2seq_layout.Seq2SeqSpec:
+    """The s2s-ft spec a checkpoint's config records; a checkpoint that predates the recorded limits
+    takes its task's (the values it was fine-tuned with)."""
+    spec = seq2seq_layout.Seq2SeqSpec.recorded(cfg.model)
+    return dataclasses.replace(
+        spec,
+        max_source=spec.max_source or safe_getattr(cfg.task, "max_source_positions", 0) or 0,
+        max_target=spec.max_target or safe_getattr(cfg.task, "max_target_positions", 0) or 0,
+    )
+
+
 def seq2seq_type_ids(state: dict, type_rows: int) -> Tuple[Tuple[int, int], str]:
     """s2s-ft's ``source_type_id``/``target_type_id``, and why.
 
@@ -164,11 +176,7 @@ def seq2seq_type_ids(state: dict, type_rows: int) -> Tuple[Tuple[int, int], str]
     """
     cfg = state["cfg"]
     if cfg.task._name == FINETUNING_TASK or ORIGIN_KEY in (state.get("extra_state") or {}):
-        ids = (
-            int(safe_getattr(cfg.model, "seq2seq_source_segment", seq2seq_layout.SOURCE_SEGMENT)),
-            int(safe_getattr(cfg.model, "seq2seq_target_segment", seq2seq_layout.TARGET_SEGMENT)),
-        )
-        return ids, "recorded in the checkpoint"
+        return recorded_spec(cfg).segments, "recorded in the checkpoint"
     return seq2seq_layout.pretrained_segments(type_rows), f"{type_rows} segment embeddings"
 
 
@@ -182,12 +190,11 @@ def generation_settings(checkpoint: str, state: dict, type_ids: Tuple[int, int])
     cfg = state["cfg"]
     if cfg.task._name != FINETUNING_TASK:
         return None
-    model, task = cfg.model, cfg.task
-    source_limit = int(safe_getattr(model, "seq2seq_source_positions", 0) or task.max_source_positions)
-    target_limit = int(safe_getattr(model, "seq2seq_target_positions", 0) or task.max_target_positions)
+    task, spec = cfg.task, recorded_spec(cfg)
+    source_limit, target_limit = spec.max_source, spec.max_target
     exempt = safe_getattr(task, "no_repeat_ngram_exempt", None) or ""
     settings = {
-        "method": str(safe_getattr(model, "seq2seq_method")),
+        "method": spec.method.value,
         "source_type_id": type_ids[0],
         "target_type_id": type_ids[1],
         "max_source_positions": source_limit,
@@ -227,7 +234,7 @@ def _untravelled_settings(state: dict) -> List[str]:
         notes.append(f"activation dropout {model_cfg.activation_dropout} (training only) has no config field")
     if state["cfg"].task._name == FINETUNING_TASK:
         notes.append(
-            f"the fine-tuning method ({safe_getattr(model_cfg, 'seq2seq_method', None)}) and the "
+            f"the fine-tuning method ({recorded_spec(state['cfg']).method}) and the "
             "source/target lengths have no config.json field: generation.json holds them for a decoder"
         )
     return notes
