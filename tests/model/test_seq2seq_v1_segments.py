@@ -119,6 +119,27 @@ def test_explicit_ids_override_auto(v1_checkpoint):
     assert model.decoder.spec.segments == PAIR and model.cfg.seq2seq_target_segment == 1
 
 
+@pytest.mark.parametrize("segment_ids", ["auto", "0-1"])
+def test_the_pretrained_checkpoint_is_read_once(v1_checkpoint, monkeypatch, segment_ids):
+    """Its segment ids (auto) and its weights come from one read of the file."""
+    from fairseq import checkpoint_utils
+
+    reads, read = [], checkpoint_utils.load_checkpoint_to_cpu
+
+    def counted(path, *args, **kwargs):
+        reads.append(path)
+        return read(path, *args, **kwargs)
+
+    monkeypatch.setattr(checkpoint_utils, "load_checkpoint_to_cpu", counted)
+    limits = dict(max_source_positions=32, max_target_positions=16)
+    task = make_task(pretrained_checkpoint=v1_checkpoint, seq2seq_segment_ids=segment_ids, **limits)
+    task._dataset(*_token_lists())  # fairseq-train loads the valid split before it builds the model
+    model = task.build_model(model_config(num_segments=V1_ROWS))
+    assert reads == [v1_checkpoint]
+    pretrained = tiny_model(D, seed=4, num_segments=V1_ROWS).transformer.embeddings.segments.weight
+    assert torch.equal(model.transformer.embeddings.segments.weight, pretrained)
+
+
 def test_without_a_checkpoint_auto_is_0_1():
     assert make_task().seq2seq_spec.segments == PAIR
 
