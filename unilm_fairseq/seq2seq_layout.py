@@ -153,6 +153,18 @@ class Seq2SeqSpec:
             ),
         )
 
+    @classmethod
+    def from_checkpoint(cls, cfg) -> "Seq2SeqSpec":
+        """The spec a saved checkpoint's config (``state["cfg"]``) holds: its model's record, where a
+        checkpoint predating the recorded limits takes its task's (the limits it was fine-tuned with)."""
+        spec = cls.recorded(cfg.model)
+        return cls(
+            spec.method,
+            spec.max_source or safe_getattr(cfg.task, "max_source_positions", None) or 0,
+            spec.max_target or safe_getattr(cfg.task, "max_target_positions", None) or 0,
+            spec.segments,
+        )
+
     def record(self, model_cfg) -> None:
         """Write the spec into a model config (plain strings and ints: what checkpoints can hold)."""
         values = (self.method.value, self.max_source, self.max_target, *self.segments)

@@ -353,6 +353,11 @@ def test_the_spec_round_trips_through_a_model_config_and_reads_old_ones():
     old = Namespace(seq2seq_method="causal")
     assert Spec.recorded(old) == Spec("causal", 0, 0, seq2seq_layout.PAIR_SEGMENTS)
     assert Spec.recorded(Namespace()) == Spec()
+    # its limits were the task's, which the checkpoint's task config holds
+    saved = Namespace(model=old, task=Namespace(max_source_positions=100, max_target_positions=20))
+    assert Spec.from_checkpoint(saved) == Spec("causal", 100, 20)
+    saved.model = OmegaConf.create(OmegaConf.to_container(cfg))
+    assert Spec.from_checkpoint(saved) == spec  # recorded limits win
 
 
 class _Lines:

@@ -70,7 +70,7 @@ def checkpoint_seq2seq_segments(path: str, state: Optional[dict] = None) -> Tupl
     cfg = state.get("cfg")
     task = safe_getattr(cfg, "task") if cfg is not None else None
     if task is not None and safe_getattr(task, "_name") == FINETUNING_TASK:
-        segments = seq2seq_layout.Seq2SeqSpec.recorded(cfg.model).segments
+        segments = seq2seq_layout.Seq2SeqSpec.from_checkpoint(cfg).segments
         return segments, f"{path} was fine-tuned by --task {FINETUNING_TASK} with them"
     recorded = converted_type_ids(state)
     if recorded is not None and any(i is not None for i in recorded):

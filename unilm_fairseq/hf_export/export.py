@@ -4,7 +4,6 @@ The checkpoint is read and checked, every file is built in memory, and the direc
 atomically (:func:`unilm_fairseq.hf_import.convert.write_files`), so a failed export leaves no output.
 """
 
-import dataclasses
 import json
 import logging
 import os
@@ -24,6 +23,7 @@ from ..hf_import.convert import ORIGIN_KEY, check_destination, write_files
 from ..hf_import.vocab import VOCAB_TXT
 from ..hub.unilm import read_generation_defaults
 from ..models.unilmv2 import SEGMENT_TABLE, TOKEN_TABLE, UniLMv2Model
+from ..seq2seq_layout import Seq2SeqSpec
 from ..tasks.decoding_conventions import LENPEN_STYLES
 from .layouts import LAYOUTS, ExportError, Layout, check_exportable, export_state, head_names, hf_config
 from .model_card import card_facts, render_card
@@ -156,17 +156,6 @@ def tokenizer_config(dictionary, tokens: List[str], lowercase: Optional[bool], m
     return config
 
 
-def recorded_spec(cfg) -> seq2seq_layout.Seq2SeqSpec:
-    """The s2s-ft spec a checkpoint's config records; a checkpoint that predates the recorded limits
-    takes its task's (the values it was fine-tuned with)."""
-    spec = seq2seq_layout.Seq2SeqSpec.recorded(cfg.model)
-    return dataclasses.replace(
-        spec,
-        max_source=spec.max_source or safe_getattr(cfg.task, "max_source_positions", 0) or 0,
-        max_target=spec.max_target or safe_getattr(cfg.task, "max_target_positions", 0) or 0,
-    )
-
-
 def seq2seq_type_ids(state: dict, type_rows: int) -> Tuple[Tuple[int, int], str]:
     """s2s-ft's ``source_type_id``/``target_type_id``, and why.
 
@@ -176,7 +165,7 @@ def seq2seq_type_ids(state: dict, type_rows: int) -> Tuple[Tuple[int, int], str]
     """
     cfg = state["cfg"]
     if cfg.task._name == FINETUNING_TASK or ORIGIN_KEY in (state.get("extra_state") or {}):
-        return recorded_spec(cfg).segments, "recorded in the checkpoint"
+        return Seq2SeqSpec.from_checkpoint(cfg).segments, "recorded in the checkpoint"
     return seq2seq_layout.pretrained_segments(type_rows), f"{type_rows} segment embeddings"
 
 
@@ -190,7 +179,7 @@ def generation_settings(checkpoint: str, state: dict, type_ids: Tuple[int, int])
     cfg = state["cfg"]
     if cfg.task._name != FINETUNING_TASK:
         return None
-    task, spec = cfg.task, recorded_spec(cfg)
+    task, spec = cfg.task, Seq2SeqSpec.from_checkpoint(cfg)
     source_limit, target_limit = spec.max_source, spec.max_target
     exempt = safe_getattr(task, "no_repeat_ngram_exempt", None) or ""
     settings = {
@@ -234,7 +223,7 @@ def _untravelled_settings(state: dict) -> List[str]:
         notes.append(f"activation dropout {model_cfg.activation_dropout} (training only) has no config field")
     if state["cfg"].task._name == FINETUNING_TASK:
         notes.append(
-            f"the fine-tuning method ({recorded_spec(state['cfg']).method}) and the "
+            f"the fine-tuning method ({Seq2SeqSpec.from_checkpoint(state['cfg']).method}) and the "
             "source/target lengths have no config.json field: generation.json holds them for a decoder"
         )
     return notes
