@@ -48,7 +48,8 @@ class UniLMSeq2SeqConfig(DecodingConventionsConfig, RougeValidationConfig, Mixed
     finetune_method: seq2seq_layout.METHOD_CHOICES = field(
         default=seq2seq_layout.FinetuneMethod.PSEUDO_MASKED.value,
         metadata={
-            "help": "s2s-ft method: causal (next-token), masked (predict [M] targets) or pseudo_masked"
+            "help": "s2s-ft method: causal (next-token), masked (predict [M] targets) or pseudo_masked; "
+            "training only: generation decodes with the method the checkpoint records"
         },
     )
     target_mask_prob: float = field(
@@ -210,9 +211,10 @@ class UniLMSeq2SeqTask(RougeValidationTask, DecodingConventionsTask, SharedDicti
                 logger.info("decoding with the checkpoint's method %s", recorded.method)
             limits, taken = [], []
             for name, value in zip(LIMITS, (recorded.max_source, recorded.max_target)):
-                if value and not self.limits_given[name]:
+                take = bool(value) and not self.limits_given[name]  # 0: the checkpoint records none
+                if take:
                     taken.append(f"--{name.replace('_', '-')} {value}")
-                limits.append(value if value and not self.limits_given[name] else getattr(self.cfg, name))
+                limits.append(value if take else getattr(self.cfg, name))
             if taken:
                 logger.info("using %s from the checkpoint", " and ".join(taken))
             segments = recorded.segments
