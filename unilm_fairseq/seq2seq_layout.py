@@ -73,6 +73,7 @@ class FinetuneMethod(str, Enum):
 
 
 def unknown_method(value) -> ValueError:
+    """The error for a value that names no :class:`FinetuneMethod`."""
     return ValueError(
         f"unknown fine-tuning method {value!r}; expected one of {[m.value for m in FinetuneMethod]}"
     )
