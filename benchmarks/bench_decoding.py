@@ -67,7 +67,7 @@ from fairseq.sequence_generator import SequenceGenerator
 from unilm_fairseq.data.dictionary import MASK_SYMBOL
 from unilm_fairseq.data.seq2seq.seq2seq_dataset import SOURCE_SPECIALS, Seq2SeqDataset
 from unilm_fairseq.models.unilmv2 import UniLMv2Config, UniLMv2Model
-from unilm_fairseq.seq2seq_layout import METHODS
+from unilm_fairseq.seq2seq_layout import METHODS, Seq2SeqSpec
 from unilm_fairseq.tasks.unilm_seq2seq import _TokenList
 
 RECOMPUTE_PER_CACHED_TARGET = 3.0  # recompute / cached, at least
@@ -143,7 +143,8 @@ def build_batch(dictionary: Dictionary, args, device) -> Batch:
         torch.from_numpy(np.append(rng.integers(first_word, mask_idx, size=words), dictionary.eos()))
         for _ in range(args.batch_size)
     ]
-    dataset = Seq2SeqDataset(_TokenList(lines), None, dictionary, args.method, args.src_len, args.tgt_len)
+    spec = Seq2SeqSpec(args.method, args.src_len, args.tgt_len)
+    dataset = Seq2SeqDataset(_TokenList(lines), None, dictionary, spec)
     batch = dataset.collater([dataset[i] for i in range(len(dataset))])
     src_tokens = batch["net_input"]["src_tokens"]
     if src_tokens.shape != (args.batch_size, args.src_len):

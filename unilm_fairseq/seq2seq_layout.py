@@ -36,22 +36,26 @@ holds a mask token that sees the source, the real tokens so far and itself. Caus
 decoding encodes "[SOS] source", feeds the start token, then each chosen token.
 """
 
+from contextlib import nullcontext
+from dataclasses import dataclass
 from enum import Enum
 from typing import Dict, List, Tuple
 
 import torch
 from fairseq.data import data_utils
 from fairseq.dataclass import ChoiceEnum
+from fairseq.utils import safe_getattr
+from omegaconf import DictConfig, open_dict
 from torch import Tensor
 
 from . import masks
 
 
 class FinetuneMethod(str, Enum):
-    """The s2s-ft fine-tuning method (``--finetune-method``; the model's ``seq2seq_method``).
+    """The s2s-ft fine-tuning method (``--finetune-method``; checkpoints record it as ``seq2seq_method``).
 
     Members compare equal to their plain string, which is what configs and checkpoints store;
-    turn a stored value into a member with ``FinetuneMethod(value)``.
+    :class:`Seq2SeqSpec` turns a stored value into a member, once.
     """
 
     CAUSAL = "causal"
@@ -65,7 +69,14 @@ class FinetuneMethod(str, Enum):
     def _missing_(cls, value):
         if isinstance(value, Enum):  # a config's choice (fairseq's ChoiceEnum member)
             return cls(value.value)
-        raise ValueError(f"unknown fine-tuning method {value!r}; expected one of {[m.value for m in cls]}")
+        raise unknown_method(value)
+
+
+def unknown_method(value) -> ValueError:
+    """The error for a value that names no :class:`FinetuneMethod`."""
+    return ValueError(
+        f"unknown fine-tuning method {value!r}; expected one of {[m.value for m in FinetuneMethod]}"
+    )
 
 
 METHODS = tuple(FinetuneMethod)
@@ -82,6 +93,85 @@ PAIR_SEGMENTS = (SOURCE_SEGMENT, TARGET_SEGMENT)  # BERT's sentence A/B: s2s-ft'
 UNILM_V1_SEGMENTS = UNILM_V1_SEGMENT_IDS[SEQ2SEQ]  # (4, 5): UniLM v1's seq2seq LM (Dong et al. 2019 §2.1)
 # the values of --seq2seq-segment-ids besides "auto"
 SEGMENT_CHOICES = {"0-1": PAIR_SEGMENTS, "4-5": UNILM_V1_SEGMENTS}  # source-target
+
+
+# the model-config fields that record a spec (every checkpoint of --task unilm_seq2seq holds them;
+# older ones lack some, which then take the defaults below)
+RECORD_FIELDS = (
+    "seq2seq_method", "seq2seq_source_positions", "seq2seq_target_positions", "seq2seq_source_segment",
+    "seq2seq_target_segment",
+)  # fmt: skip
+
+
+@dataclass(frozen=True)
+class Seq2SeqSpec:
+    """What s2s-ft fine-tuning and decoding agree on (Bao et al. 2021): the method, the source and target
+    limits (``--max-source-positions``/``--max-target-positions``; 0 when none is known) and the source
+    and target segment ids (0/1, or UniLM v1's 4/5, Dong et al. 2019 §2.1).
+
+    ``--task unilm_seq2seq`` settles it once, from the command line or the checkpoint, and records it in
+    the model's config (:meth:`record`); the model reads it back once (:meth:`recorded`) and hands the
+    object to its decoder, the datasets, the hub and the export. The method is coerced here and nowhere else.
+    """
+
+    method: FinetuneMethod = FinetuneMethod.PSEUDO_MASKED
+    max_source: int = 0
+    max_target: int = 0
+    segments: Tuple[int, int] = PAIR_SEGMENTS  # source, target
+
+    def __post_init__(self):
+        object.__setattr__(self, "method", FinetuneMethod(self.method))  # a clear error for an unknown one
+        object.__setattr__(self, "max_source", int(self.max_source))
+        object.__setattr__(self, "max_target", int(self.max_target))
+        source, target = self.segments
+        object.__setattr__(self, "segments", (int(source), int(target)))
+
+    @property
+    def causal(self) -> bool:
+        return self.method == FinetuneMethod.CAUSAL
+
+    @property
+    def source_segment(self) -> int:
+        return self.segments[0]
+
+    @property
+    def target_segment(self) -> int:
+        return self.segments[1]
+
+    @classmethod
+    def recorded(cls, model_cfg) -> "Seq2SeqSpec":
+        """The spec a model config records; a field an older checkpoint lacks takes its default."""
+        method, source, target, source_segment, target_segment = (
+            safe_getattr(model_cfg, name, None) for name in RECORD_FIELDS
+        )
+        return cls(
+            FinetuneMethod.PSEUDO_MASKED if method is None else method,
+            source or 0,
+            target or 0,
+            (
+                SOURCE_SEGMENT if source_segment is None else source_segment,
+                TARGET_SEGMENT if target_segment is None else target_segment,
+            ),
+        )
+
+    @classmethod
+    def from_checkpoint(cls, cfg) -> "Seq2SeqSpec":
+        """The spec a saved checkpoint's config (``state["cfg"]``) holds: its model's record, where a
+        checkpoint predating the recorded limits takes its task's (the limits it was fine-tuned with)."""
+        spec = cls.recorded(cfg.model)
+        return cls(
+            spec.method,
+            spec.max_source or safe_getattr(cfg.task, "max_source_positions", None) or 0,
+            spec.max_target or safe_getattr(cfg.task, "max_target_positions", None) or 0,
+            spec.segments,
+        )
+
+    def record(self, model_cfg) -> None:
+        """Write the spec into a model config (plain strings and ints: what checkpoints can hold)."""
+        values = (self.method.value, self.max_source, self.max_target, *self.segments)
+        with open_dict(model_cfg) if isinstance(model_cfg, DictConfig) else nullcontext():
+            for name, value in zip(RECORD_FIELDS, values):
+                setattr(model_cfg, name, value)
 
 
 def pretrained_segments(segment_rows: int) -> Tuple[int, int]:
@@ -114,7 +204,7 @@ def build_example(
             pseudo-masked, possibly word-dropped) or the corrupted target (masked).
         predict: ``(T,)`` bool, target positions whose token is predicted
             (all of them except for the masked method).
-        method: a :class:`FinetuneMethod` or its string.
+        method: a :class:`FinetuneMethod` (a plain string of one compares equal).
         mask_idx: id of ``[M]``/``[P]``.
         segments: the source and the target segment id (0/1, or UniLM v1's 4/5).
     Returns:
@@ -122,7 +212,8 @@ def build_example(
         ``(L, L)`` and ``query`` ``(L,)`` bool: where target ``j``'s prediction
         is read, in increasing ``j`` for the ``j`` with ``predict[j]``.
     """
-    method = FinetuneMethod(method)
+    if method not in METHODS:
+        raise unknown_method(method)
     if target_inputs.shape != predict.shape:
         raise ValueError(
             f"target_inputs {tuple(target_inputs.shape)} and predict {tuple(predict.shape)} differ in shape"

@@ -127,7 +127,7 @@ def test_v1_pretraining_fine_tunes_and_decodes_with_segment_ids_4_5(tmp_path):
 
     hub = UniLMModel.from_pretrained(str(tmp_path / "s2s"), checkpoint_file="checkpoint_last.pt",
                                      data_name_or_path=str(s2s_bin)).eval()  # fmt: skip
-    assert hub.model.decoder.segments == (4, 5) and hub.model.encoder.source_segment == 4
+    assert hub.model.decoder.spec.segments == (4, 5) and hub.model.encoder.spec.source_segment == 4
     sources = data_utils.load_indexed_dataset(str(s2s_bin / "test.src-tgt.src"), hub.src_dict)
     found = hub.generate([sources[i] for i in range(len(sources))], beam=2, max_len_b=12)
     expected = hypotheses(auto)

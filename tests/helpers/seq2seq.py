@@ -9,6 +9,7 @@ import torch.nn.functional as F
 
 from unilm_fairseq import seq2seq_layout
 from unilm_fairseq.data.seq2seq.seq2seq_dataset import Seq2SeqDataset
+from unilm_fairseq.seq2seq_layout import Seq2SeqSpec
 from unilm_fairseq.tasks.unilm_seq2seq import UniLMSeq2SeqConfig, UniLMSeq2SeqTask, _TokenList
 
 from .models import make_dictionary, tiny_model
@@ -34,7 +35,8 @@ TARGETS = [line(4, 4), line(6, 5), line(2, 6)]
 
 def pairs_dataset(method, sources=SOURCES, targets=TARGETS, max_source=32, max_target=16, **kwargs):
     tgt = None if targets is None else _TokenList(targets)
-    return Seq2SeqDataset(_TokenList(sources), tgt, D, method, max_source, max_target, **kwargs)
+    spec = Seq2SeqSpec(method, max_source, max_target, kwargs.pop("segments", seq2seq_layout.PAIR_SEGMENTS))
+    return Seq2SeqDataset(_TokenList(sources), tgt, D, spec, **kwargs)
 
 
 def collate(dataset, indices=None):

@@ -16,7 +16,7 @@ from unilm_fairseq.criterions.ae_par import AEPARCriterion
 from unilm_fairseq.data.seq2seq.seq2seq_dataset import Seq2SeqDataset
 from unilm_fairseq.models.generation import check_decoding_positions, last_decoding_position
 from unilm_fairseq.modules.transformer import check_positions
-from unilm_fairseq.seq2seq_layout import FinetuneMethod
+from unilm_fairseq.seq2seq_layout import FinetuneMethod, Seq2SeqSpec
 from unilm_fairseq.tasks.unilm_seq2seq import _TokenList
 
 from ..helpers.host_reads import HOST_READS, HostRead, no_host_reads
@@ -153,7 +153,7 @@ def test_last_decoding_position_is_the_largest_position_a_decode_uses(method):
     hook = model.transformer.embeddings.positions.register_forward_hook(
         lambda module, inputs, output: seen.append(int(inputs[0].max()))
     )
-    batch = collate(Seq2SeqDataset(_TokenList([line(4, 1), line(7, 2)]), None, D, method, 20, 8))
+    batch = collate(Seq2SeqDataset(_TokenList([line(4, 1), line(7, 2)]), None, D, Seq2SeqSpec(method, 20, 8)))
     src_len = batch["net_input"]["src_tokens"].size(1)  # 9: the longer "[SOS] source [EOS]"
     try:
         generate(model, batch, incremental=True, beam=2, max_len_b=5)
@@ -171,7 +171,7 @@ def test_inference_step_rejects_a_source_longer_than_the_table():
     task = make_task(max_source_positions=30, max_target_positions=8)
     model = tiny_model(D, seq2seq_method="pseudo_masked", max_positions=24)
     generator = task.build_generator([model], argparse.Namespace(beam=2, max_len_b=5))
-    batch = collate(Seq2SeqDataset(_TokenList([line(26, 1)]), None, D, "pseudo_masked", 30, 8))
+    batch = collate(Seq2SeqDataset(_TokenList([line(26, 1)]), None, D, Seq2SeqSpec("pseudo_masked", 30, 8)))
     assert batch["net_input"]["src_tokens"].size(1) == 28
     with pytest.raises(ValueError, match=r"decoding reached position 27, beyond the position table"):
         task.inference_step(generator, [model], batch)

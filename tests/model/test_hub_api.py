@@ -60,7 +60,7 @@ def training_forward_log_probs(hub):
     criterion = UniLMSeq2SeqCriterion(task, label_smoothing=0.0)
     items = [dataset[i] for i in range(len(dataset))]
     assert [item["target"].tolist() for item in items] == [t.tolist() for t in TARGETS]
-    if task.finetune_method.value != "masked":
+    if task.seq2seq_spec.method.value != "masked":
         batches = [dataset.collater(items)]
     else:
         batches = []
@@ -177,7 +177,7 @@ def test_the_model_class_loads_the_same_interface(folders, hubs):
     for method, folder in folders.items():
         hub = UniLMv2Model.from_pretrained(str(folder), CHECKPOINT)
         assert type(hub) is UniLMHubInterface
-        assert hub.model.decoder.method.value == method
+        assert hub.model.decoder.spec.method.value == method
         ours = hubs[method]
         assert hub.generate(list(SOURCES), beam=3, max_len_b=MAX_LEN_B)[0][0]["tokens"].tolist() == (
             ours.generate(list(SOURCES), beam=3, max_len_b=MAX_LEN_B)[0][0]["tokens"].tolist()

@@ -53,8 +53,8 @@ def auto_segments(path, caplog, **overrides):
     task = make_task(pretrained_checkpoint=path, **LIMITS, **overrides)
     with caplog.at_level(logging.INFO, logger="unilm_fairseq.tasks.unilm_seq2seq"):
         caplog.clear()
-        segments = task.seq2seq_segments
-        assert task.seq2seq_segments == segments  # settled once
+        segments = task.seq2seq_spec.segments
+        assert task.seq2seq_spec.segments == segments  # settled once
     lines = [r.getMessage() for r in caplog.records if "seq2seq segment ids" in r.getMessage()]
     assert len(lines) == 1, lines
     return segments, lines[0]

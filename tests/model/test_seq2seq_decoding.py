@@ -19,6 +19,7 @@ from unilm_fairseq.checkpoint.upgrade import tile_rows
 from unilm_fairseq.data.seq2seq.seq2seq_dataset import Seq2SeqDataset
 from unilm_fairseq.masks import seq2seq_mask
 from unilm_fairseq.models.unilmv2 import POSITION_TABLE
+from unilm_fairseq.seq2seq_layout import Seq2SeqSpec
 from unilm_fairseq.tasks.unilm_seq2seq import _TokenList
 
 from ..helpers.models import make_dictionary, save_checkpoint, tiny_model
@@ -292,7 +293,7 @@ def test_inference_step_caps_generation_inside_the_position_table():
     try:
         for incremental in (True, False):
             generator.model.has_incremental = incremental
-            dataset = Seq2SeqDataset(_TokenList([long_source]), None, D, "pseudo_masked", 20, 8)
+            dataset = Seq2SeqDataset(_TokenList([long_source]), None, D, Seq2SeqSpec("pseudo_masked", 20, 8))
             batch = collate(dataset)
             assert batch["net_input"]["src_tokens"].size(1) == 20  # truncated to max_source_positions
             seen.clear()
@@ -304,7 +305,7 @@ def test_inference_step_caps_generation_inside_the_position_table():
     finally:
         hook.remove()
     # a shorter source next gets more room: the cap is recomputed, not sticky
-    batch = collate(Seq2SeqDataset(_TokenList([short_source]), None, D, "pseudo_masked", 20, 8))
+    batch = collate(Seq2SeqDataset(_TokenList([short_source]), None, D, Seq2SeqSpec("pseudo_masked", 20, 8)))
     with torch.no_grad():
         task.inference_step(generator, [model], batch)
     assert generator.max_len == table - 6

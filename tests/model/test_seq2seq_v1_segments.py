@@ -97,7 +97,7 @@ def test_a_fine_tuned_checkpoint_keeps_the_ids_it_was_tuned_with(tmp_path):
 
 def test_auto_fine_tunes_a_v1_checkpoint_with_4_5_and_records_them(v1_checkpoint):
     task = make_task(pretrained_checkpoint=v1_checkpoint, max_source_positions=32, max_target_positions=16)
-    assert task.seq2seq_segments == V1
+    assert task.seq2seq_spec.segments == V1
     batch = collate(task._dataset(*_token_lists()))
     net_input = batch["net_input"]
     real = net_input["tokens"].ne(D.pad())
@@ -108,19 +108,40 @@ def test_auto_fine_tunes_a_v1_checkpoint_with_4_5_and_records_them(v1_checkpoint
     assert set(net_input["segments"].unique().tolist()) == {4, 5}  # padding too gets the source id
     model = task.build_model(model_config(num_segments=V1_ROWS))
     assert (model.cfg.seq2seq_source_segment, model.cfg.seq2seq_target_segment) == V1
-    assert model.encoder.source_segment == 4 and model.decoder.segments == V1
+    assert model.encoder.spec.source_segment == 4 and model.decoder.spec.segments == V1
 
 
 def test_explicit_ids_override_auto(v1_checkpoint):
     task = make_task(pretrained_checkpoint=v1_checkpoint, seq2seq_segment_ids="0-1", max_source_positions=32,
                      max_target_positions=16)  # fmt: skip
-    assert task.seq2seq_segments == PAIR
+    assert task.seq2seq_spec.segments == PAIR
     model = task.build_model(model_config(num_segments=V1_ROWS))
-    assert model.decoder.segments == PAIR and model.cfg.seq2seq_target_segment == 1
+    assert model.decoder.spec.segments == PAIR and model.cfg.seq2seq_target_segment == 1
+
+
+@pytest.mark.parametrize("segment_ids", ["auto", "0-1"])
+def test_the_pretrained_checkpoint_is_read_once(v1_checkpoint, monkeypatch, segment_ids):
+    """Its segment ids (auto) and its weights come from one read of the file."""
+    from fairseq import checkpoint_utils
+
+    reads, read = [], checkpoint_utils.load_checkpoint_to_cpu
+
+    def counted(path, *args, **kwargs):
+        reads.append(path)
+        return read(path, *args, **kwargs)
+
+    monkeypatch.setattr(checkpoint_utils, "load_checkpoint_to_cpu", counted)
+    limits = dict(max_source_positions=32, max_target_positions=16)
+    task = make_task(pretrained_checkpoint=v1_checkpoint, seq2seq_segment_ids=segment_ids, **limits)
+    task._dataset(*_token_lists())  # fairseq-train loads the valid split before it builds the model
+    model = task.build_model(model_config(num_segments=V1_ROWS))
+    assert reads == [v1_checkpoint]
+    pretrained = tiny_model(D, seed=4, num_segments=V1_ROWS).transformer.embeddings.segments.weight
+    assert torch.equal(model.transformer.embeddings.segments.weight, pretrained)
 
 
 def test_without_a_checkpoint_auto_is_0_1():
-    assert make_task().seq2seq_segments == PAIR
+    assert make_task().seq2seq_spec.segments == PAIR
 
 
 def test_4_5_on_a_two_segment_model_is_a_clear_error():
@@ -136,18 +157,18 @@ def test_4_5_on_a_two_segment_model_is_a_clear_error():
 def test_generation_takes_the_ids_from_the_checkpoint_config(caplog):
     task = make_task(max_source_positions=32, max_target_positions=16)
     model = task.build_model(model_config(**V1_OPTIONS), from_checkpoint=True)
-    assert task.seq2seq_segments == V1 and model.decoder.segments == V1
-    assert task._dataset(*_token_lists()).segments == V1  # the gen subset is laid out with them too
+    assert task.seq2seq_spec.segments == V1 and model.decoder.spec.segments == V1
+    assert task._dataset(*_token_lists()).spec.segments == V1  # the gen subset is laid out with them too
     # a config from before the record: 0/1, the ids such checkpoints were fine-tuned with
     old = OmegaConf.create({k: v for k, v in OmegaConf.to_container(model_config()).items()
                             if not k.endswith("_segment")})  # fmt: skip
     task = make_task(max_source_positions=32, max_target_positions=16)
-    assert task.build_model(old, from_checkpoint=True).decoder.segments == PAIR
+    assert task.build_model(old, from_checkpoint=True).decoder.spec.segments == PAIR
     # an explicit choice at generation wins, with a warning
     task = make_task(seq2seq_segment_ids="0-1", max_source_positions=32, max_target_positions=16)
     with caplog.at_level(logging.WARNING):
         model = task.build_model(model_config(**V1_OPTIONS), from_checkpoint=True)
-    assert model.decoder.segments == PAIR and task.seq2seq_segments == PAIR
+    assert model.decoder.spec.segments == PAIR and task.seq2seq_spec.segments == PAIR
     assert "not the checkpoint's (4, 5)" in caplog.text
 
 

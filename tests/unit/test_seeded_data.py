@@ -34,6 +34,7 @@ from unilm_fairseq.data.pretraining.unilm_objectives import (
 )
 from unilm_fairseq.data.seeded import SeededDataset
 from unilm_fairseq.data.seq2seq.seq2seq_dataset import Seq2SeqDataset
+from unilm_fairseq.seq2seq_layout import Seq2SeqSpec
 from unilm_fairseq.tasks.palm_pretrain import PALMPretrainConfig
 from unilm_fairseq.tasks.pmlm import PMLMConfig
 from unilm_fairseq.tasks.unilm import UniLMConfig
@@ -115,9 +116,12 @@ def cloze_data():
     return UniLMClozeDataset(objectives, D, MASK, 9)
 
 
+MASKED_SPEC = Seq2SeqSpec("masked", 16, 10)
+
+
 def seq2seq_data():
     rows = [b[:-1][:14] + [D.eos()] for b in corpus()]
-    return Seq2SeqDataset(tokens_dataset(rows), tokens_dataset(rows), D, "masked", 16, 10, seed=4)
+    return Seq2SeqDataset(tokens_dataset(rows), tokens_dataset(rows), D, MASKED_SPEC, seed=4)
 
 
 def palm_data():
@@ -190,7 +194,7 @@ def test_unilm_v1_items_follow_the_old_formula():
 def test_seq2seq_items_follow_the_old_formula():
     rows = [b[:-1][:14] + [D.eos()] for b in corpus(12)]
     targets = [list(reversed(b))[1:9] + [D.eos()] for b in corpus(12, seed=1)]
-    data = Seq2SeqDataset(tokens_dataset(rows), tokens_dataset(targets), D, "masked", 16, 10, seed=4)
+    data = Seq2SeqDataset(tokens_dataset(rows), tokens_dataset(targets), D, MASKED_SPEC, seed=4)
     for epoch in EPOCHS:
         data.set_epoch(epoch)
         for index in range(len(data)):

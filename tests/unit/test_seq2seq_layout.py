@@ -313,12 +313,51 @@ def test_the_model_config_records_the_method_as_a_plain_string(method):
     cfg = OmegaConf.structured(tiny_config(max_positions=512))
     cfg._name = "unilmv2"
     model = task.build_model(cfg)
-    assert model.decoder.method is model.encoder.method is seq2seq_layout.FinetuneMethod(method)
-    assert task._dataset(_Lines(), None).method is seq2seq_layout.FinetuneMethod(method)
+    assert model.decoder.spec.method is model.encoder.spec.method is seq2seq_layout.FinetuneMethod(method)
+    assert task._dataset(_Lines(), None).spec.method is seq2seq_layout.FinetuneMethod(method)
     saved = OmegaConf.to_container(model.cfg, enum_to_str=True)  # as fairseq's trainer saves it
     assert type(saved["seq2seq_method"]) is str and saved["seq2seq_method"] == method
     reloaded = task.build_model(OmegaConf.create(saved), from_checkpoint=True)
-    assert reloaded.decoder.method is seq2seq_layout.FinetuneMethod(method)
+    assert reloaded.decoder.spec.method is seq2seq_layout.FinetuneMethod(method)
+
+
+def test_the_spec_is_frozen_and_settles_the_method_once():
+    from dataclasses import FrozenInstanceError
+
+    Spec = seq2seq_layout.Seq2SeqSpec
+    spec = Spec("causal", 32, 16, (4, 5))
+    assert spec.method is seq2seq_layout.FinetuneMethod.CAUSAL and spec.causal
+    assert (spec.max_source, spec.max_target, spec.segments) == (32, 16, (4, 5))
+    assert (spec.source_segment, spec.target_segment) == (4, 5)
+    assert Spec(seq2seq_layout.METHOD_CHOICES("masked")).method is seq2seq_layout.FinetuneMethod.MASKED
+    with pytest.raises(FrozenInstanceError):
+        spec.method = "masked"
+    with pytest.raises(ValueError, match="unknown fine-tuning method 'bogus'"):
+        Spec("bogus")
+
+
+def test_the_spec_round_trips_through_a_model_config_and_reads_old_ones():
+    from argparse import Namespace
+
+    from omegaconf import OmegaConf
+
+    Spec = seq2seq_layout.Seq2SeqSpec
+    spec = Spec("masked", 40, 12, (4, 5))
+    cfg = OmegaConf.create({"encoder_layers": 2})
+    OmegaConf.set_struct(cfg, True)  # as fairseq hands a checkpoint's model config
+    spec.record(cfg)
+    saved = OmegaConf.to_container(cfg)
+    assert saved["seq2seq_method"] == "masked" and type(saved["seq2seq_method"]) is str
+    assert Spec.recorded(OmegaConf.create(saved)) == spec
+    # a checkpoint from before the limits and segment ids were recorded
+    old = Namespace(seq2seq_method="causal")
+    assert Spec.recorded(old) == Spec("causal", 0, 0, seq2seq_layout.PAIR_SEGMENTS)
+    assert Spec.recorded(Namespace()) == Spec()
+    # its limits were the task's, which the checkpoint's task config holds
+    saved = Namespace(model=old, task=Namespace(max_source_positions=100, max_target_positions=20))
+    assert Spec.from_checkpoint(saved) == Spec("causal", 100, 20)
+    saved.model = OmegaConf.create(OmegaConf.to_container(cfg))
+    assert Spec.from_checkpoint(saved) == spec  # recorded limits win
 
 
 class _Lines:

@@ -1,7 +1,7 @@
 """Initialise a model from a pre-trained (or converted) unilmv2 checkpoint."""
 
 import logging
-from typing import Tuple
+from typing import Optional, Tuple
 
 import torch
 from fairseq import checkpoint_utils
@@ -17,8 +17,10 @@ logger = logging.getLogger(__name__)
 FINETUNING_TASK = "unilm_seq2seq"  # checkpoints of this task record the segment ids they were tuned with
 
 
-def load_pretrained_weights(model, path: str) -> None:
+def load_pretrained_weights(model, path: str, state: Optional[dict] = None) -> None:
     """Copy every weight of ``path`` into ``model``; clear errors on any mismatch (:func:`check_fits`).
+
+    ``state``: the checkpoint already read from ``path`` (it is consumed), so it is not read twice.
 
     A shorter position table is tiled to the model's length; a shorter segment
     table fills the first segment ids and the model's other ids keep their fresh
@@ -27,7 +29,7 @@ def load_pretrained_weights(model, path: str) -> None:
     The model's own ``upgrade_state_dict_named`` runs first, so a pre-training
     NSP head is dropped or kept fresh as the model needs.
     """
-    state = checkpoint_utils.load_checkpoint_to_cpu(path)["model"]
+    state = (state if state is not None else checkpoint_utils.load_checkpoint_to_cpu(path))["model"]
     own = model.state_dict()
     model.upgrade_state_dict_named(state, "")
     if (
@@ -47,8 +49,10 @@ def load_pretrained_weights(model, path: str) -> None:
     load_fitting_state(model, state, path, hints=hints)
 
 
-def checkpoint_seq2seq_segments(path: str) -> Tuple[Tuple[int, int], str]:
+def checkpoint_seq2seq_segments(path: str, state: Optional[dict] = None) -> Tuple[Tuple[int, int], str]:
     """The source and target segment ids s2s-ft fine-tuning from the checkpoint ``path`` uses, and why.
+
+    ``state``: the checkpoint already read from ``path``; read here when not given.
 
     What the checkpoint records wins; only a checkpoint that records nothing is judged by its segment table:
 
@@ -61,15 +65,12 @@ def checkpoint_seq2seq_segments(path: str) -> Tuple[Tuple[int, int], str]:
     Returns:
         ``((source, target), reason)``; the reason is for the log.
     """
-    state = checkpoint_utils.load_checkpoint_to_cpu(path)
+    if state is None:
+        state = checkpoint_utils.load_checkpoint_to_cpu(path)
     cfg = state.get("cfg")
     task = safe_getattr(cfg, "task") if cfg is not None else None
     if task is not None and safe_getattr(task, "_name") == FINETUNING_TASK:
-        model = cfg.model
-        segments = (
-            int(safe_getattr(model, "seq2seq_source_segment", seq2seq_layout.SOURCE_SEGMENT)),
-            int(safe_getattr(model, "seq2seq_target_segment", seq2seq_layout.TARGET_SEGMENT)),
-        )
+        segments = seq2seq_layout.Seq2SeqSpec.from_checkpoint(cfg).segments
         return segments, f"{path} was fine-tuned by --task {FINETUNING_TASK} with them"
     recorded = converted_type_ids(state)
     if recorded is not None and any(i is not None for i in recorded):

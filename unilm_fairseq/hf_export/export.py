@@ -23,6 +23,7 @@ from ..hf_import.convert import ORIGIN_KEY, check_destination, write_files
 from ..hf_import.vocab import VOCAB_TXT
 from ..hub.base import read_generation_defaults
 from ..models.unilmv2 import SEGMENT_TABLE, TOKEN_TABLE, UniLMv2Model
+from ..seq2seq_layout import Seq2SeqSpec
 from ..tasks.decoding_conventions import LENPEN_STYLES
 from .layouts import LAYOUTS, ExportError, Layout, check_exportable, export_state, head_names, hf_config
 from .model_card import card_facts, render_card
@@ -164,11 +165,7 @@ def seq2seq_type_ids(state: dict, type_rows: int) -> Tuple[Tuple[int, int], str]
     """
     cfg = state["cfg"]
     if cfg.task._name == FINETUNING_TASK or ORIGIN_KEY in (state.get("extra_state") or {}):
-        ids = (
-            int(safe_getattr(cfg.model, "seq2seq_source_segment", seq2seq_layout.SOURCE_SEGMENT)),
-            int(safe_getattr(cfg.model, "seq2seq_target_segment", seq2seq_layout.TARGET_SEGMENT)),
-        )
-        return ids, "recorded in the checkpoint"
+        return Seq2SeqSpec.from_checkpoint(cfg).segments, "recorded in the checkpoint"
     return seq2seq_layout.pretrained_segments(type_rows), f"{type_rows} segment embeddings"
 
 
@@ -182,12 +179,11 @@ def generation_settings(checkpoint: str, state: dict, type_ids: Tuple[int, int])
     cfg = state["cfg"]
     if cfg.task._name != FINETUNING_TASK:
         return None
-    model, task = cfg.model, cfg.task
-    source_limit = int(safe_getattr(model, "seq2seq_source_positions", 0) or task.max_source_positions)
-    target_limit = int(safe_getattr(model, "seq2seq_target_positions", 0) or task.max_target_positions)
+    task, spec = cfg.task, Seq2SeqSpec.from_checkpoint(cfg)
+    source_limit, target_limit = spec.max_source, spec.max_target
     exempt = safe_getattr(task, "no_repeat_ngram_exempt", None) or ""
     settings = {
-        "method": str(safe_getattr(model, "seq2seq_method")),
+        "method": spec.method.value,
         "source_type_id": type_ids[0],
         "target_type_id": type_ids[1],
         "max_source_positions": source_limit,
@@ -227,7 +223,7 @@ def _untravelled_settings(state: dict) -> List[str]:
         notes.append(f"activation dropout {model_cfg.activation_dropout} (training only) has no config field")
     if state["cfg"].task._name == FINETUNING_TASK:
         notes.append(
-            f"the fine-tuning method ({safe_getattr(model_cfg, 'seq2seq_method', None)}) and the "
+            f"the fine-tuning method ({Seq2SeqSpec.from_checkpoint(state['cfg']).method}) and the "
             "source/target lengths have no config.json field: generation.json holds them for a decoder"
         )
     return notes

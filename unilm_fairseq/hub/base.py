@@ -21,6 +21,7 @@ or cast the model, and inputs follow it. ``UniLMv2Model.from_pretrained(...)`` r
 """
 
 import copy
+import dataclasses
 import json
 import logging
 import math
@@ -253,9 +254,9 @@ class UniLMHubInterface(GeneratorHubInterface):
         }
 
     def _target_limit(self) -> int:
-        """The longest output the model was trained for: the task's ``--max-target-positions``."""
-        limit = getattr(self.cfg.task, "max_target_positions", None)
-        return int(limit) if limit else 200
+        """The longest output the model was trained for: the target limit of the task's settled spec."""
+        spec = getattr(self.task, "seq2seq_spec", None)
+        return spec.max_target if spec is not None and spec.max_target else 200
 
     def _generate_tokens(
         self,
@@ -388,7 +389,9 @@ class UniLMHubInterface(GeneratorHubInterface):
 
     def _scoring_dataset(self, model: nn.Module, sources: List[Tensor], targets: List[Tensor]):
         """The training dataset of the pairs, laid out as :meth:`score` says, without target noise."""
-        max_source, max_target = self.task.cfg.max_source_positions, self.task.cfg.max_target_positions
+        # the model's method and segment ids, the task's settled limits (one pair for an ensemble)
+        spec, limits = model.seq2seq_spec, self.task.seq2seq_spec
+        max_source, max_target = limits.max_source, limits.max_target
         too_long = [i for i, t in enumerate(targets) if len(t) > max_target]
         if too_long:
             raise ValueError(
@@ -400,13 +403,12 @@ class UniLMHubInterface(GeneratorHubInterface):
             logger.warning(
                 "truncated %d of %d sources to max_source_positions %d", truncated, len(sources), max_source
             )
-        method = FinetuneMethod(model.decoder.method)
-        layout = FinetuneMethod.CAUSAL if method == FinetuneMethod.CAUSAL else FinetuneMethod.PSEUDO_MASKED
+        layout = FinetuneMethod.CAUSAL if spec.causal else FinetuneMethod.PSEUDO_MASKED
+        spec = dataclasses.replace(spec, method=layout, max_source=max_source, max_target=max_target)
         return Seq2SeqDataset(
             ListDataset(sources, np.array([len(s) for s in sources])),
             ListDataset(targets, np.array([len(t) for t in targets])),
-            self.src_dict, layout, max_source, max_target, word_drop_prob=0.0,
-            segments=model.decoder.segments,
+            self.src_dict, spec, word_drop_prob=0.0,
         )  # fmt: skip
 
     def _target_log_probs(self, model: nn.Module, batch: Dict) -> List[Tensor]:

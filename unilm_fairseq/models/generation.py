@@ -20,8 +20,9 @@ model's config records them.
 
 Neither view owns parameters: both hold the model's Transformer and LM head
 without registering them, so the state dict, ``.half()`` and ``.to()`` go
-through the model alone. Both take the fine-tuning method as ``method``, from
-the model config's ``seq2seq_method`` field.
+through the model alone. Both read the method and the segment ids from the
+model's s2s-ft spec (:class:`unilm_fairseq.seq2seq_layout.Seq2SeqSpec`), the
+object the model holds as ``seq2seq_spec``.
 
 A cached decoding step reads nothing back from the device. Which copy of the
 source each row reads is settled when the rows are reordered
@@ -32,7 +33,7 @@ checked once per generate call (the task's ``inference_step``, with
 out on the CPU.
 """
 
-from typing import Dict, List, Optional, Tuple
+from typing import Dict, List, Optional
 
 import torch
 from fairseq.models import FairseqEncoder, FairseqIncrementalDecoder
@@ -40,7 +41,7 @@ from torch import Tensor
 
 from .. import masks, seq2seq_layout
 from ..modules.attention import shared_keys_values
-from ..seq2seq_layout import FinetuneMethod
+from ..seq2seq_layout import FinetuneMethod, Seq2SeqSpec
 
 
 def _share(module, name, value):
@@ -80,7 +81,7 @@ def last_decoding_position(method: FinetuneMethod, source_len: int, steps: int) 
     asks for the target at ``start + t`` with a mask token there (masked, pseudo-masked), or feeds
     the token at ``start + t`` (causal).
     """
-    start = source_len - 1 if FinetuneMethod(method) == FinetuneMethod.CAUSAL else source_len
+    start = source_len - 1 if method == FinetuneMethod.CAUSAL else source_len
     return max(source_len - 1, start + steps)
 
 
@@ -105,14 +106,12 @@ class UniLMSourceEncoder(FairseqEncoder):
         dictionary,
         transformer,
         lm_head,
-        method: FinetuneMethod = FinetuneMethod.PSEUDO_MASKED,
-        segments: Tuple[int, int] = seq2seq_layout.PAIR_SEGMENTS,
+        spec: Seq2SeqSpec = Seq2SeqSpec(),
     ):
         super().__init__(dictionary)
         _share(self, "transformer", transformer)
         _share(self, "lm_head", lm_head)
-        self.method = FinetuneMethod(method)
-        self.source_segment = segments[0]
+        self.spec = spec
 
     def source_states(self, src_tokens: Tensor, keys_values_only: bool = False):
         """The bidirectional encoding of the source segment (source segment, positions ``0..n-1``).
@@ -131,10 +130,10 @@ class UniLMSourceEncoder(FairseqEncoder):
             the source segment.
         """
         padding = src_tokens.eq(self.dictionary.pad())
-        if self.method == FinetuneMethod.CAUSAL:
+        if self.spec.causal:
             padding = padding | last_real_token(padding)
         positions = source_positions(padding)
-        segments = torch.full_like(src_tokens, self.source_segment)
+        segments = torch.full_like(src_tokens, self.spec.source_segment)
         hidden, kv = self.transformer(
             src_tokens, segments, positions, masks.padded_bidirectional_mask(padding),
             keys_values_only=keys_values_only,
@@ -200,14 +199,12 @@ class UniLMIncrementalDecoder(FairseqIncrementalDecoder):
         dictionary,
         transformer,
         lm_head,
-        method: FinetuneMethod,
-        segments: Tuple[int, int] = seq2seq_layout.PAIR_SEGMENTS,
+        spec: Seq2SeqSpec,
     ):
         super().__init__(dictionary)
         _share(self, "transformer", transformer)
         _share(self, "lm_head", lm_head)
-        self.method = FinetuneMethod(method)
-        self.segments = tuple(segments)  # source, target
+        self.spec = spec
         self.mask_idx = dictionary.index("<mask>")
 
     def max_positions(self):
@@ -248,14 +245,14 @@ class UniLMIncrementalDecoder(FairseqIncrementalDecoder):
         step = tokens.size(1) - 1
         position = cache["next_position"]
         new_tokens, new_positions = [], []
-        if self.method == FinetuneMethod.CAUSAL and step == 0:  # the start token: cached, predicts t_1
+        if self.spec.causal and step == 0:  # the start token: cached, predicts t_1
             new_tokens.append(torch.full_like(tokens[:, -1], self.dictionary.eos()))
             new_positions.append(position)
         elif step > 0:  # the token chosen last step becomes context
             new_tokens.append(tokens[:, -1])
             new_positions.append(position)
         fed = len(new_tokens)  # 0 or 1 real token, cached
-        if self.method != FinetuneMethod.CAUSAL:  # ask for the next token with a mask token
+        if not self.spec.causal:  # ask for the next token with a mask token
             new_tokens.append(torch.full_like(tokens[:, -1], self.mask_idx))
             new_positions.append(position + len(new_positions))
         x = torch.stack(new_tokens, 1)  # B x n (n = 1 or 2)
@@ -268,7 +265,7 @@ class UniLMIncrementalDecoder(FairseqIncrementalDecoder):
         prefix = [(cache[f"k{i}"], cache[f"v{i}"]) for i in range(len(encoder_out["keys"]))]
         hidden, kv = self.transformer(
             x,
-            torch.full_like(x, self.segments[1]),
+            torch.full_like(x, self.spec.target_segment),
             positions,
             visible,
             prefix=prefix,
@@ -299,13 +296,15 @@ class UniLMIncrementalDecoder(FairseqIncrementalDecoder):
             target = torch.cat([generated, generated.new_full((1,), self.mask_idx)])
             predict = torch.zeros(len(target), dtype=torch.bool)
             predict[-1] = True
-            method = FinetuneMethod.CAUSAL if self.method == FinetuneMethod.CAUSAL else FinetuneMethod.MASKED
-            if method == FinetuneMethod.CAUSAL:
+            method = FinetuneMethod.CAUSAL if self.spec.causal else FinetuneMethod.MASKED
+            if self.spec.causal:
                 predict[:] = True
             examples.append(
-                seq2seq_layout.build_example(source, target, predict, method, self.mask_idx, self.segments)
+                seq2seq_layout.build_example(
+                    source, target, predict, method, self.mask_idx, self.spec.segments
+                )
             )
-        batch = seq2seq_layout.collate_examples(examples, pad, segment_pad=self.segments[0])
+        batch = seq2seq_layout.collate_examples(examples, pad, segment_pad=self.spec.source_segment)
         check_decoding_positions(int(batch["positions"].max()), self.max_positions())  # on the CPU
         batch = {k: v.to(tokens.device) for k, v in batch.items()}
         hidden, _ = self.transformer(

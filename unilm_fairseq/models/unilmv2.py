@@ -92,8 +92,8 @@ class UniLMv2Config(FairseqDataclass):
     seq2seq_method: seq2seq_layout.METHOD_CHOICES = field(
         default=seq2seq_layout.FinetuneMethod.PSEUDO_MASKED.value,
         metadata={
-            "help": "how the decoder asks for the next token; --task unilm_seq2seq sets it from "
-            "--finetune-method when training and generation reads it from the checkpoint"
+            "help": "the s2s-ft method the model was fine-tuned with (how the decoder asks for the next "
+            "token); --task unilm_seq2seq records it from --finetune-method (seq2seq_layout.Seq2SeqSpec)"
         },
     )
     seq2seq_source_positions: int = field(
@@ -141,10 +141,10 @@ class UniLMv2Model(BaseFairseqModel):
         self.span_heads = nn.ModuleDict()
         self.pooler: Optional[SentencePooler] = None  # see add_pooler
         self.apply(init_bert_params)
-        method = seq2seq_layout.FinetuneMethod(str(cfg.seq2seq_method))  # checkpoints hold a string
-        segments = seq2seq_segments(cfg)
-        self.encoder = UniLMSourceEncoder(dictionary, self.transformer, self.lm_head, method, segments)
-        self.decoder = UniLMIncrementalDecoder(dictionary, self.transformer, self.lm_head, method, segments)
+        # the s2s-ft spec the config records (--task unilm_seq2seq settles and writes it)
+        self.seq2seq_spec = seq2seq_layout.Seq2SeqSpec.recorded(cfg)
+        self.encoder = UniLMSourceEncoder(dictionary, self.transformer, self.lm_head, self.seq2seq_spec)
+        self.decoder = UniLMIncrementalDecoder(dictionary, self.transformer, self.lm_head, self.seq2seq_spec)
 
     @classmethod
     def build_model(cls, cfg, task):
@@ -308,11 +308,6 @@ class UniLMv2Model(BaseFairseqModel):
             for key, value in self.pooler.state_dict(prefix=POOLER).items():
                 state_dict[prefix + key] = value
         upgrade_state(state_dict, self.state_dict(), prefix, position_table=POSITION_TABLE, heads=HEADS)
-
-
-def seq2seq_segments(cfg) -> Tuple[int, int]:
-    """The source and target segment ids of the config's s2s-ft layout."""
-    return int(cfg.seq2seq_source_segment), int(cfg.seq2seq_target_segment)
 
 
 def check_seq2seq_segments(segments: Tuple[int, int], rows: int) -> None:

@@ -2,16 +2,15 @@
 
 import logging
 import os
-from contextlib import nullcontext
 from dataclasses import dataclass, field
 from typing import Optional, Tuple
 
 import numpy as np
+from fairseq import checkpoint_utils
 from fairseq.data import data_utils
 from fairseq.dataclass import ChoiceEnum
 from fairseq.tasks import register_task
-from fairseq.utils import safe_getattr
-from omegaconf import II, MISSING, DictConfig, open_dict
+from omegaconf import II, MISSING
 
 from .. import seq2seq_layout
 from ..checkpoint.unilmv2_init import checkpoint_seq2seq_segments, load_pretrained_weights
@@ -19,6 +18,7 @@ from ..data.masking import MaskingConfig
 from ..data.seq2seq.seq2seq_dataset import SOURCE_SPECIALS, TARGET_SPECIALS, Seq2SeqDataset
 from ..models.generation import check_decoding_positions, last_decoding_position
 from ..models.unilmv2 import check_seq2seq_segments
+from ..seq2seq_layout import Seq2SeqSpec
 from .decoding_conventions import DecodingConventionsConfig, DecodingConventionsTask, check_min_len_fits
 from .mixed_precision import MixedPrecisionConfig
 from .rouge_validation import RougeValidationConfig, RougeValidationTask
@@ -29,10 +29,6 @@ logger = logging.getLogger(__name__)
 # the limits when neither the command line nor a fine-tuned checkpoint gives them (this project's choice)
 DEFAULT_MAX_SOURCE, DEFAULT_MAX_TARGET = 448, 64
 LIMITS = ("max_source_positions", "max_target_positions")
-# where the model's config records the limits it was fine-tuned with
-RECORDED = dict(zip(LIMITS, ("seq2seq_source_positions", "seq2seq_target_positions")))
-# where it records the source and target segment ids
-RECORDED_SEGMENTS = ("seq2seq_source_segment", "seq2seq_target_segment")
 AUTO = "auto"
 
 
@@ -51,7 +47,8 @@ class UniLMSeq2SeqConfig(DecodingConventionsConfig, RougeValidationConfig, Mixed
     finetune_method: seq2seq_layout.METHOD_CHOICES = field(
         default=seq2seq_layout.FinetuneMethod.PSEUDO_MASKED.value,
         metadata={
-            "help": "s2s-ft method: causal (next-token), masked (predict [M] targets) or pseudo_masked"
+            "help": "s2s-ft method: causal (next-token), masked (predict [M] targets) or pseudo_masked; "
+            "training only: generation decodes with the method the checkpoint records"
         },
     )
     target_mask_prob: float = field(
@@ -115,9 +112,11 @@ class UniLMSeq2SeqTask(RougeValidationTask, DecodingConventionsTask, SharedDicti
         for name, default in zip(LIMITS, (DEFAULT_MAX_SOURCE, DEFAULT_MAX_TARGET)):
             if getattr(cfg, name) is None:
                 setattr(cfg, name, default)
-        # resolved when first needed: fairseq-train loads the valid split before building the model,
-        # generation builds the model (which records them) first
-        self._segments: Optional[Tuple[int, int]] = None
+        # settled when first needed: fairseq-train loads the valid split before building the model,
+        # generation builds the model from its checkpoint (which settles it) first
+        self._spec: Optional[Seq2SeqSpec] = None
+        # --pretrained-checkpoint, read once: for its segment ids, then for its weights
+        self._pretrained_state: Optional[dict] = None
 
     @classmethod
     def setup_task(cls, cfg: UniLMSeq2SeqConfig, **kwargs):
@@ -151,115 +150,118 @@ class UniLMSeq2SeqTask(RougeValidationTask, DecodingConventionsTask, SharedDicti
         empty = (src_sizes <= 1) | (tgt_sizes <= 1)  # just the </s> fairseq-preprocess appends
         keep = np.flatnonzero(~empty)
         # lines end with </s>: the source gains [SOS], the target keeps its </s> as [EOS]
-        long_src = int((src_sizes[keep] - 1 > self.cfg.max_source_positions - SOURCE_SPECIALS).sum())
-        long_tgt = int((tgt_sizes[keep] - 1 > self.cfg.max_target_positions - TARGET_SPECIALS).sum())
+        spec = self.seq2seq_spec
+        long_src = int((src_sizes[keep] - 1 > spec.max_source - SOURCE_SPECIALS).sum())
+        long_tgt = int((tgt_sizes[keep] - 1 > spec.max_target - TARGET_SPECIALS).sum())
         logger.info(
             "%s: %d pairs; skipped %d with an empty source or target; truncated %d sources to "
             "--max-source-positions %d and %d targets to --max-target-positions %d",
-            split, len(src), int(empty.sum()), long_src, self.cfg.max_source_positions, long_tgt,
-            self.cfg.max_target_positions,
+            split, len(src), int(empty.sum()), long_src, spec.max_source, long_tgt, spec.max_target,
         )  # fmt: skip
         self.datasets[split] = self._dataset(src, tgt, keep)
         return self.datasets[split]
 
     def _dataset(self, src, tgt, indices=None):
         return Seq2SeqDataset(
-            src, tgt, self.dictionary, self.finetune_method, self.cfg.max_source_positions,
-            self.cfg.max_target_positions, seed=self.cfg.seed, indices=indices,
+            src, tgt, self.dictionary, self.seq2seq_spec, seed=self.cfg.seed, indices=indices,
             target_mask_prob=self.cfg.target_mask_prob, word_drop_prob=self.cfg.target_word_drop_prob,
             leave_unmasked_prob=self.cfg.leave_unmasked_prob, random_token_prob=self.cfg.random_token_prob,
-            segments=self.seq2seq_segments,
         )  # fmt: skip
 
     def build_dataset_for_inference(self, src_tokens, src_lengths, constraints=None):
         """Sources for ``fairseq-interactive`` and the Python API (each ends with ``</s>``)."""
-        too_long = sum(int(n) - 1 > self.cfg.max_source_positions - SOURCE_SPECIALS for n in src_lengths)
+        max_source = self.seq2seq_spec.max_source
+        too_long = sum(int(n) - 1 > max_source - SOURCE_SPECIALS for n in src_lengths)
         if too_long:
             logger.warning(
                 "truncated %d of %d inputs to --max-source-positions %d",
-                too_long, len(src_lengths), self.cfg.max_source_positions,
+                too_long, len(src_lengths), max_source,
             )  # fmt: skip
         return self._dataset(_TokenList(src_tokens), None)
 
     @property
-    def finetune_method(self) -> seq2seq_layout.FinetuneMethod:
-        """``--finetune-method`` as a :class:`~unilm_fairseq.seq2seq_layout.FinetuneMethod`."""
-        return seq2seq_layout.FinetuneMethod(str(self.cfg.finetune_method))
+    def seq2seq_spec(self) -> Seq2SeqSpec:
+        """The s2s-ft spec this task lays out and decodes with, settled once (:meth:`_settle`): from the
+        command line (and ``--pretrained-checkpoint``) until a checkpoint is loaded for generation."""
+        if self._spec is None:
+            self._settle()
+        return self._spec
 
-    @property
-    def seq2seq_segments(self) -> Tuple[int, int]:
-        """Source and target segment ids of this task's layouts (see ``--seq2seq-segment-ids``)."""
-        if self._segments is None:
-            self._segments, reason = self._choose_segments()
-            logger.info("seq2seq segment ids: source %d, target %d (%s)", *self._segments, reason)
-        return self._segments
+    def _settle(self, model_cfg=None) -> Seq2SeqSpec:
+        """The one resolver of the method, the limits and the segment ids.
 
-    def _choose_segments(self) -> Tuple[Tuple[int, int], str]:
+        Without ``model_cfg`` (training): ``--finetune-method``, the limits given (else
+        :data:`DEFAULT_MAX_SOURCE`/:data:`DEFAULT_MAX_TARGET`), and the segment ids of
+        ``--seq2seq-segment-ids``, else those ``--pretrained-checkpoint`` records or implies, else 0/1.
+        With the model config of a checkpoint loaded for generation: the method it records; each limit
+        given on the command line, else recorded, else as before; the segment ids it records (0/1 when it
+        predates them) unless ``--seq2seq-segment-ids`` names others, with a warning. The spec is recorded
+        in ``model_cfg``, which the model reads it from.
+        """
         choice = str(self.cfg.seq2seq_segment_ids)
+        if model_cfg is None:
+            segments, reason = self._training_segments(choice)
+            limits = self.cfg.max_source_positions, self.cfg.max_target_positions
+            spec = Seq2SeqSpec(self.cfg.finetune_method, *limits, segments)
+            logger.info("seq2seq segment ids: source %d, target %d (%s)", *segments, reason)
+        else:
+            recorded = Seq2SeqSpec.recorded(model_cfg)
+            if recorded.method.value != str(self.cfg.finetune_method):
+                logger.info("decoding with the checkpoint's method %s", recorded.method)
+            limits, taken = [], []
+            for name, value in zip(LIMITS, (recorded.max_source, recorded.max_target)):
+                take = bool(value) and not self.limits_given[name]  # 0: the checkpoint records none
+                if take:
+                    taken.append(f"--{name.replace('_', '-')} {value}")
+                limits.append(value if take else getattr(self.cfg, name))
+            if taken:
+                logger.info("using %s from the checkpoint", " and ".join(taken))
+            segments = recorded.segments
+            if choice == AUTO or seq2seq_layout.SEGMENT_CHOICES[choice] == segments:
+                logger.info("seq2seq segment ids: source %d, target %d (from the checkpoint)", *segments)
+            else:
+                segments = seq2seq_layout.SEGMENT_CHOICES[choice]
+                logger.warning(
+                    "--seq2seq-segment-ids %s: decoding with segment ids %s, not the checkpoint's %s",
+                    choice, segments, recorded.segments,
+                )  # fmt: skip
+            spec = Seq2SeqSpec(recorded.method, *limits, segments)
+            spec.record(model_cfg)
+        self._spec = spec
+        self.cfg.max_source_positions, self.cfg.max_target_positions = spec.max_source, spec.max_target
+        return spec
+
+    def _training_segments(self, choice: str) -> Tuple[Tuple[int, int], str]:
         if choice != AUTO:
             return seq2seq_layout.SEGMENT_CHOICES[choice], f"--seq2seq-segment-ids {choice}"
         if self.cfg.pretrained_checkpoint:
-            return checkpoint_seq2seq_segments(self.cfg.pretrained_checkpoint)
+            path = self.cfg.pretrained_checkpoint
+            if self._pretrained_state is None:
+                self._pretrained_state = checkpoint_utils.load_checkpoint_to_cpu(path)
+            return checkpoint_seq2seq_segments(path, self._pretrained_state)
         # nothing pre-trained to match (this project's choice)
         return seq2seq_layout.PAIR_SEGMENTS, "no --pretrained-checkpoint"
 
     def build_prepared_model(self, cfg, from_checkpoint=False):
         if from_checkpoint:
-            self._take_limits_from(cfg)
-            self._take_segments_from(cfg)
-        needed = self.cfg.max_source_positions + self.cfg.max_target_positions
-        if not from_checkpoint:
-            cfg.seq2seq_method = self.finetune_method.value  # a plain string in the checkpoint
-            for name, recorded in RECORDED.items():
-                setattr(cfg, recorded, getattr(self.cfg, name))
-            for recorded, segment in zip(RECORDED_SEGMENTS, self.seq2seq_segments):
-                setattr(cfg, recorded, segment)
+            spec = self._settle(cfg)
+        else:
+            spec = self.seq2seq_spec
+            spec.record(cfg)  # plain strings and ints in the checkpoint
+            needed = spec.max_source + spec.max_target
             if cfg.max_positions < needed:
                 logger.info(
                     "position table grows from %d to %d rows (--max-source-positions %d + "
                     "--max-target-positions %d)",
-                    cfg.max_positions, needed, self.cfg.max_source_positions, self.cfg.max_target_positions,
+                    cfg.max_positions, needed, spec.max_source, spec.max_target,
                 )  # fmt: skip
                 cfg.max_positions = needed
-        elif seq2seq_layout.FinetuneMethod(str(cfg.seq2seq_method)) != self.finetune_method:
-            logger.info("decoding with the checkpoint's method %s", cfg.seq2seq_method)
-        check_seq2seq_segments(self.seq2seq_segments, cfg.num_segments)
+        check_seq2seq_segments(spec.segments, cfg.num_segments)
         model = super().build_prepared_model(cfg, from_checkpoint)
         if self.cfg.pretrained_checkpoint and not from_checkpoint:
-            load_pretrained_weights(model, self.cfg.pretrained_checkpoint)
+            state, self._pretrained_state = self._pretrained_state, None  # read at most once
+            load_pretrained_weights(model, self.cfg.pretrained_checkpoint, state)
         return model
-
-    def _take_limits_from(self, model_cfg):
-        """Use the limits a checkpoint was fine-tuned with for those not given on the command line."""
-        taken = []
-        for name, recorded in RECORDED.items():
-            value = safe_getattr(model_cfg, recorded, 0)
-            if not self.limits_given[name] and value:
-                setattr(self.cfg, name, int(value))
-                taken.append(f"--{name.replace('_', '-')} {int(value)}")
-        if taken:
-            logger.info("using %s from the checkpoint", " and ".join(taken))
-
-    def _take_segments_from(self, model_cfg):
-        """Decode with the segment ids the checkpoint was fine-tuned with (0/1 when it records none),
-        unless ``--seq2seq-segment-ids`` names others."""
-        recorded = (
-            int(safe_getattr(model_cfg, RECORDED_SEGMENTS[0], seq2seq_layout.SOURCE_SEGMENT)),
-            int(safe_getattr(model_cfg, RECORDED_SEGMENTS[1], seq2seq_layout.TARGET_SEGMENT)),
-        )
-        choice = str(self.cfg.seq2seq_segment_ids)
-        if choice == AUTO or seq2seq_layout.SEGMENT_CHOICES[choice] == recorded:
-            self._segments = recorded
-            logger.info("seq2seq segment ids: source %d, target %d (from the checkpoint)", *recorded)
-            return
-        self._segments = seq2seq_layout.SEGMENT_CHOICES[choice]
-        logger.warning(
-            "--seq2seq-segment-ids %s: decoding with segment ids %s, not the checkpoint's %s",
-            choice, self._segments, recorded,
-        )  # fmt: skip
-        with open_dict(model_cfg) if isinstance(model_cfg, DictConfig) else nullcontext():
-            for name, segment in zip(RECORDED_SEGMENTS, self._segments):
-                setattr(model_cfg, name, segment)
 
     def inference_step(self, generator, models, sample, prefix_tokens=None, constraints=None):
         """Generate, keeping every decoding position inside the position table.
@@ -281,7 +283,7 @@ class UniLMSeq2SeqTask(RougeValidationTask, DecodingConventionsTask, SharedDicti
             )  # fmt: skip
         steps = min(wanted, generator.max_len - 1)  # the generator's last step
         for model in models:
-            check_decoding_positions(last_decoding_position(model.decoder.method, src_len, steps), table)
+            check_decoding_positions(last_decoding_position(model.seq2seq_spec.method, src_len, steps), table)
         check_min_len_fits(generator.min_len, steps, src_len)  # after: a too-long source says so first
         return generator.generate(models, sample, prefix_tokens=prefix_tokens, constraints=constraints)
 

@@ -1,13 +1,13 @@
 """(source, target) pairs for s2s-ft: seeded target noise and the packed training layout."""
 
-from typing import Dict, List, Optional, Tuple
+from typing import Dict, List, Optional
 
 import numpy as np
 import torch
 from fairseq.data import data_utils
 
 from ... import seq2seq_layout
-from ...seq2seq_layout import FinetuneMethod
+from ...seq2seq_layout import FinetuneMethod, Seq2SeqSpec
 from ..complete_batches import CompleteBatchesMixin
 from ..masking import MaskedInputCorruption, MaskingConfig
 from ..seeded import SeededDataset
@@ -19,10 +19,10 @@ SOURCE_SPECIALS, TARGET_SPECIALS = 2, 1
 class Seq2SeqDataset(CompleteBatchesMixin, SeededDataset):
     """Pairs from ``fairseq-preprocess`` (each line ends with ``</s>``) in s2s-ft's layout.
 
-    Items hold ``source`` "[SOS] source [EOS]" (truncated to ``max_source_positions``)
-    and ``target`` "target [EOS]" (truncated to ``max_target_positions``). With a
-    target, the collater adds the packed layout of ``method`` (a :class:`FinetuneMethod` or its
-    string, the task's ``--finetune-method``; see
+    ``spec`` (:class:`~unilm_fairseq.seq2seq_layout.Seq2SeqSpec`, the task's settled one) gives the
+    method, the limits and the segment ids. Items hold ``source`` "[SOS] source [EOS]" (truncated to
+    ``spec.max_source``) and ``target`` "target [EOS]" (truncated to ``spec.max_target``). With a
+    target, the collater adds the packed layout of ``spec.method`` (see
     :mod:`unilm_fairseq.seq2seq_layout`), its noise seeded per (seed, epoch, index):
 
     * causal: the layout feeds the source's ``[EOS]`` as the target side's start token and every
@@ -36,7 +36,7 @@ class Seq2SeqDataset(CompleteBatchesMixin, SeededDataset):
       80/10/10 the same way, s2s-ft's target masking for this method (every
       token is still predicted from its ``[P]``).
 
-    ``segments`` are the source and target segment ids of the layout (0/1, or 4/5 for UniLM v1,
+    ``spec.segments`` are the source and target segment ids of the layout (0/1, or 4/5 for UniLM v1,
     :func:`unilm_fairseq.seq2seq_layout.pretrained_segments`). ``indices`` selects which raw pairs are
     used (the task drops empty ones); sample ids are the raw line numbers.
     """
@@ -46,24 +46,18 @@ class Seq2SeqDataset(CompleteBatchesMixin, SeededDataset):
         src,
         tgt,
         dictionary,
-        method: FinetuneMethod,
-        max_source_positions: int,
-        max_target_positions: int,
+        spec: Seq2SeqSpec,
         seed: int = 1,
         indices: Optional[np.ndarray] = None,
         target_mask_prob: float = 0.5,
         word_drop_prob: float = 0.0,
         leave_unmasked_prob: float = MaskingConfig.leave_unmasked_prob,
         random_token_prob: float = MaskingConfig.random_token_prob,
-        segments: Tuple[int, int] = seq2seq_layout.PAIR_SEGMENTS,
     ):
         super().__init__(seed)
-        self.method = FinetuneMethod(method)  # a clear ValueError for an unknown one
+        self.spec = spec
         self.src, self.tgt = src, tgt
         self.dictionary = dictionary
-        self.segments = tuple(segments)
-        self.max_source_positions = max_source_positions
-        self.max_target_positions = max_target_positions
         self.target_mask_prob = target_mask_prob
         self.word_drop_prob = word_drop_prob
         self.mask_idx = dictionary.index("<mask>")
@@ -72,9 +66,9 @@ class Seq2SeqDataset(CompleteBatchesMixin, SeededDataset):
         )
         self.indices = np.arange(len(src)) if indices is None else np.asarray(indices)
         # src lines end with </s>; the item adds [SOS]
-        self.src_sizes = np.minimum(np.asarray(src.sizes)[self.indices] + 1, max_source_positions)
+        self.src_sizes = np.minimum(np.asarray(src.sizes)[self.indices] + 1, spec.max_source)
         self.tgt_sizes = (
-            np.minimum(np.asarray(tgt.sizes)[self.indices], max_target_positions) if tgt is not None else None
+            np.minimum(np.asarray(tgt.sizes)[self.indices], spec.max_target) if tgt is not None else None
         )
 
     def __len__(self):
@@ -95,22 +89,22 @@ class Seq2SeqDataset(CompleteBatchesMixin, SeededDataset):
         """Length of the packed sequence (pseudo masks double the target)."""
         if self.tgt_sizes is None:
             return self.src_sizes[indices]
-        extra = self.tgt_sizes[indices] if self.method == FinetuneMethod.PSEUDO_MASKED else 0
+        extra = self.tgt_sizes[indices] if self.spec.method == FinetuneMethod.PSEUDO_MASKED else 0
         return self.src_sizes[indices] + self.tgt_sizes[indices] + extra
 
     def __getitem__(self, index) -> Dict:
         raw = int(self.indices[index])
         d = self.dictionary
-        body = self.src[raw][:-1][: self.max_source_positions - SOURCE_SPECIALS]
+        body = self.src[raw][:-1][: self.spec.max_source - SOURCE_SPECIALS]
         source = torch.cat([torch.tensor([d.bos()]), body, torch.tensor([d.eos()])])
         item = {"id": raw, "source": source}
         if self.tgt is None:
             return item
-        target = self.tgt[raw][:-1][: self.max_target_positions - TARGET_SPECIALS]
+        target = self.tgt[raw][:-1][: self.spec.max_target - TARGET_SPECIALS]
         target = torch.cat([target, torch.tensor([d.eos()])])
         rng = self.rng(index)
         inputs, predict = target.clone(), torch.ones(len(target), dtype=torch.bool)
-        if self.method == FinetuneMethod.MASKED:
+        if self.spec.method == FinetuneMethod.MASKED:
             chosen = rng.random(len(target)) < self.target_mask_prob
             if not chosen.any():
                 chosen[rng.integers(len(target))] = True  # every example predicts something
@@ -120,7 +114,7 @@ class Seq2SeqDataset(CompleteBatchesMixin, SeededDataset):
         elif self.word_drop_prob > 0:
             # pseudo-masked feeds every target token, causal all but the last (its start token is the
             # source's [EOS], never corrupted, like s2s-ft's start token at target position 0)
-            fed = len(target) - 1 if self.method == FinetuneMethod.CAUSAL else len(target)
+            fed = len(target) - 1 if self.spec.causal else len(target)
             dropped = np.zeros(len(target), dtype=bool)
             dropped[:fed] = rng.random(fed) < self.word_drop_prob
             noisy = self.corrupt(target.numpy()[dropped], rng)
@@ -145,13 +139,14 @@ class Seq2SeqDataset(CompleteBatchesMixin, SeededDataset):
         if "target" not in samples[0]:
             batch["ntokens"] = sum(len(s) for s in sources)
             return batch
+        spec = self.spec
         layouts = [
             seq2seq_layout.build_example(
-                s["source"], s["target_inputs"], s["predict"], self.method, self.mask_idx, self.segments
+                s["source"], s["target_inputs"], s["predict"], spec.method, self.mask_idx, spec.segments
             )
             for s in samples
         ]
-        layout = seq2seq_layout.collate_examples(layouts, pad, segment_pad=self.segments[0])
+        layout = seq2seq_layout.collate_examples(layouts, pad, segment_pad=self.spec.source_segment)
         predicted = torch.cat([s["target"][s["predict"]] for s in samples])
         layout_target = torch.full_like(layout["tokens"], pad)
         layout_target[layout["masked_tokens"]] = predicted
