@@ -63,6 +63,10 @@ CONFIG_RECIPES = {
         ("examples/unilmv2_pretrain/config/pretrain_base.yaml",),
         "examples/unilmv2_pretrain/pretrain_base.sh",
     ),
+    "examples/palm/pretrain_base.sh": (
+        ("examples/palm/config/pretrain_stage1.yaml", "examples/palm/config/pretrain_stage2.yaml"),
+        "examples/palm/pretrain_base.sh",
+    ),
 }  # fmt: skip
 
 # paths, hardware, selectors and switches: not hyperparameters, so not in the table
@@ -341,6 +345,24 @@ def test_the_config_reader_reads_annotations_and_the_recipe_block(tmp_path):
     config.write_text("task:\n  #: MAX_SRC | 608 | UniLMv2 Table 10\n\n  other: 1\n")
     with pytest.raises(ValueError, match="right above"):
         module.read_settings(str(config))
+
+
+def test_the_configs_of_one_recipe_say_a_shared_setting_alike(tmp_path):
+    """PALM's two pre-training stages: a setting both configs hold is given once, and must agree."""
+    first, second = tmp_path / "stage1.yaml", tmp_path / "stage2.yaml"
+    first.write_text("optimization:\n  #: LR | 1e-5 | PALM §3.1\n  lr: [1e-5]\n")
+    second.write_text(
+        "task:\n  #: MLM_WEIGHT | — | this project's choice\n  mlm_weight: 0\n"
+        "optimization:\n  #: LR | 1e-5 | PALM §3.1\n  lr: [1e-5]\n"
+    )
+    module = recipe_config()
+    assert module.shell_defaults(str(first), str(second)).splitlines() == [
+        "LR=${LR:-1e-5}",
+        "MLM_WEIGHT=${MLM_WEIGHT:-0}",
+    ]
+    second.write_text("optimization:\n  #: LR | 1e-5 | PALM §3.1\n  lr: [2e-5]\n")
+    with pytest.raises(ValueError, match="LR: .* say different things"):
+        module.merged_settings([str(first), str(second)])
 
 
 def test_parsers_read_what_the_recipes_mean():
