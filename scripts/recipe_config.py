@@ -68,14 +68,15 @@ class Setting:
 
     @property
     def value(self) -> str:
-        """The value as the shell recipe passes it: quotes off, a one-item list unwrapped."""
+        """The value as the shell recipe passes it: quotes off, a one-item list unwrapped, a longer one
+        as fairseq-train's comma-separated form ([2,2,1,1]: 2,2,1,1)."""
         return scalar(self.raw)
 
 
 def scalar(raw: str) -> str:
     text = strip_comment(raw).strip()
-    if text.startswith("[") and text.endswith("]") and "," not in text:
-        text = text[1:-1].strip()
+    if text.startswith("[") and text.endswith("]"):
+        text = ",".join(item.strip() for item in text[1:-1].split(","))
     if len(text) >= 2 and text[0] == text[-1] and text[0] in "'\"":
         return text[1:-1]
     return "" if text in ("null", "~") else text

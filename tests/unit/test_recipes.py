@@ -67,6 +67,10 @@ CONFIG_RECIPES = {
         ("examples/palm/config/pretrain_stage1.yaml", "examples/palm/config/pretrain_stage2.yaml"),
         "examples/palm/pretrain_base.sh",
     ),
+    "examples/unilm_v1_pretrain/pretrain_large.sh": (
+        ("examples/unilm_v1_pretrain/config/pretrain_large.yaml",),
+        "examples/unilm_v1_pretrain/pretrain_large.sh",
+    ),
 }  # fmt: skip
 
 # paths, hardware, selectors and switches: not hyperparameters, so not in the table
@@ -323,6 +327,7 @@ def test_the_config_reader_reads_annotations_and_the_recipe_block(tmp_path):
         "task:\n  #: MAX_SRC | 608 | UniLMv2 Table 10\n  max_source_positions: 608\n"
         "  #: NGRAM_EXEMPT= | — | this project's choice\n  no_repeat_ngram_exempt: null\n"
         "optimization:\n  #: LR | 7e-5 | UniLMv2 Table 10\n  lr: [7e-5]  # a comment\n"
+        "  #: OBJECTIVE_WEIGHTS | 1/3, 1/3, 1/6, 1/6 | UniLM v1 §2.4\n  objective_weights: [2, 2,1,1]\n"
         "  #: --adam-betas | (0.9, 0.999) | s2s-ft Table 7\n  adam_betas: (0.9, 0.999)\n"
         "# recipe:\n#   #: EPOCHS | 14 | UniLMv2 Table 10\n#   epochs: 14\n"
         "#   prepare:\n#     #: QG_SEP | — | this project's choice\n#     qg_separator: '[SEP]'\n"
@@ -333,6 +338,7 @@ def test_the_config_reader_reads_annotations_and_the_recipe_block(tmp_path):
         ("task.max_source_positions", "MAX_SRC", "608"),
         ("task.no_repeat_ngram_exempt", "NGRAM_EXEMPT", ""),
         ("optimization.lr", "LR", "7e-5"),
+        ("optimization.objective_weights", "OBJECTIVE_WEIGHTS", "2,2,1,1"),
         ("optimization.adam_betas", None, "(0.9, 0.999)"),
         ("recipe.epochs", "EPOCHS", "14"),
         ("recipe.prepare.qg_separator", "QG_SEP", "[SEP]"),
@@ -686,6 +692,11 @@ CONFIGS = {
     "examples/palm/config/cnndm.yaml": ("examples/palm/cnndm.sh", 0, 1),
     "examples/palm/config/gigaword.yaml": ("examples/palm/gigaword.sh", 0, 1),
     "examples/palm/config/marco.yaml": ("examples/palm/marco.sh", 0, 1),
+    "examples/unilm_v1_pretrain/config/pretrain_large.yaml": (
+        "examples/unilm_v1_pretrain/pretrain_large.sh",
+        0,
+        8,
+    ),
     "examples/palm/config/pretrain_stage1.yaml": ("examples/palm/pretrain_base.sh", 0, 16),
     "examples/palm/config/pretrain_stage2.yaml": ("examples/palm/pretrain_base.sh", 1, 16),
 }
