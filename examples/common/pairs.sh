@@ -21,11 +21,11 @@ updates_for_epochs() {
   "${PYTHON:-python}" "$PAIRS_REPO/scripts/recipe_config.py" updates "$@"
 }
 
-# read_recipe_config CONFIG: every setting CONFIG holds becomes a shell variable of its name, unless the
-# environment already gives one (scripts/recipe_config.py env)
+# read_recipe_config CONFIG...: every setting the configs hold becomes a shell variable of its name, unless
+# the environment already gives one (scripts/recipe_config.py env; several configs must agree on a shared name)
 read_recipe_config() {
   local defaults
-  defaults=$("${PYTHON:-python}" "$PAIRS_REPO/scripts/recipe_config.py" env "$1")
+  defaults=$("${PYTHON:-python}" "$PAIRS_REPO/scripts/recipe_config.py" env "$@")
   eval "$defaults"
 }
 
@@ -36,16 +36,17 @@ unk_token_for() {
 }
 
 # answer_help "$@": on -h/--help, print the running recipe's header and the settings of its config
-# (config/NAME.yaml beside NAME.sh), then exit
+# (config/NAME.yaml beside NAME.sh, or the configs a recipe of several commands names in RECIPE_CONFIGS, an
+# array), then exit
 answer_help() {
   case "${1:-}" in -h | --help) ;; *) return 0 ;; esac
   awk 'NR > 1 && !/^#/ {exit} NR > 1 {sub(/^# ?/, ""); print}' "$0"
-  local config
-  config=$(dirname "$0")/config/$(basename "$0" .sh).yaml
-  if [ -f "$config" ]; then
+  local configs=("$(dirname "$0")/config/$(basename "$0" .sh).yaml")
+  if [ -n "${RECIPE_CONFIGS+set}" ]; then configs=("${RECIPE_CONFIGS[@]}"); fi
+  if [ -f "${configs[0]}" ]; then
     echo
-    echo "Settings ($config; each overridden by the environment variable of its name):"
-    "${PYTHON:-python}" "$PAIRS_REPO/scripts/recipe_config.py" help "$config"
+    echo "Settings (${configs[*]}; each overridden by the environment variable of its name):"
+    "${PYTHON:-python}" "$PAIRS_REPO/scripts/recipe_config.py" help "${configs[@]}"
   fi
   exit 0
 }

@@ -19,43 +19,24 @@
 # encoder MLM head gets no gradient, so it runs with legacy_ddp too. Each stage runs its own warm-up and
 # linear decay.
 #
-# Settings (environment overrides):
-#   GPUS=16              GPUs (hardware; PALM §3.1 used 16 V100s)
-#   TOTAL_BATCH=64       sequences per update: "each minibatch containing 64 sequences" (PALM §3.1); must be
-#                        a multiple of GPUS (TOTAL_BATCH=1024 reads it as 64 per GPU instead)
-#   MAX_SENTENCES        sequences per GPU per step [TOTAL_BATCH / GPUS: 4 on 16 GPUs] (this project's
-#                        choice: memory only)
-#   STAGE1_UPDATES=400000  stage 1 updates (this project's choice: PALM §3.1 gives 800K steps in all and does
-#                        not say how they divide between the stages)
-#   STAGE2_UPDATES=400000  stage 2 updates (this project's choice, as STAGE1_UPDATES)
-#   MAX_FRAGMENT_TOKENS=500  most tokens in a window (PALM §2.2, §3.1)
-#   MAX_CONTEXT_TOKENS=400  hard limit on the encoder's context: "at most 400 tokens" (PALM §2.2, §3.1)
-#   MAX_CONTINUATION_TOKENS=100  hard limit on the decoder's continuation: "at most 100 tokens" (PALM §2.2,
-#                        §3.1)
-#   CONTEXT_RATIO=0.8    share of a window that goes to the encoder (PALM §2.2)
-#   MASK_PROB=0.15       share of context tokens masked for the encoder's MLM (PALM §2.1 masks "following
-#                        BERT's practice", 15%)
-#   MLM_WEIGHT=0         stage 2 trains the decoder's continuation loss alone: PALM §2.2 trains the encoder's
-#                        output in stage 1 and the decoder's in stage 2; a weight > 0 adds the encoder's
-#                        MLM loss in stage 2 too (this project's choice, not the paper's)
-#   LR=1e-5              peak learning rate (PALM §3.1)
-#   WARMUP=10000         linear warm-up updates, then linear decay (PALM §3.1)
-#   DROPOUT=0.1          dropout on all layers and attention weights (PALM §3.1)
-#   ADAM_EPS=1e-8        Adam epsilon (this project's choice: PALM names none)
-#   WEIGHT_DECAY=0.01    (this project's choice: PALM names none)
-#   CLIP_NORM=1.0        gradient-norm clipping (this project's choice: PALM names none)
-# Fixed below: Adam betas (0.9, 0.999) (this project's choice: PALM names none); linear decay
-# (polynomial_decay, power 1; PALM §3.1); --fp16 (this project's choice).
-case "${1:-}" in -h | --help) awk 'NR > 1 && !/^#/ {exit} NR > 1 {sub(/^# ?/, ""); print}' "$0"; exit 0 ;; esac  # usage, before any work
+# Settings: examples/palm/config/pretrain_stage1.yaml and pretrain_stage2.yaml (the two stages'
+# fairseq-hydra-train configs) hold every value, each with its paper and section; the settings both stages
+# use are written alike in each, STAGE1_UPDATES sits in stage 1's and STAGE2_UPDATES and MLM_WEIGHT in stage
+# 2's. docs/recipes.md tables them and `bash pretrain_base.sh -h` lists them. An environment variable of a
+# setting's name overrides it, in both stages (GPUS=8, LR=2e-5, STAGE1_UPDATES=1000). TOTAL_BATCH is read
+# as the batch per update (TOTAL_BATCH=1024 reads PALM §3.1 as 64 per GPU instead); MAX_SENTENCES, the
+# sequences per GPU per step, is TOTAL_BATCH / GPUS unless set, and TOTAL_BATCH must be a multiple of
+# GPUS * MAX_SENTENCES (--update-freq makes up the rest).
 set -euo pipefail
+# shellcheck source=../common/pairs.sh
+source "$(dirname "${BASH_SOURCE[0]}")/../common/pairs.sh"
+RECIPE_CONFIGS=("$(dirname "$0")/config/pretrain_stage1.yaml" "$(dirname "$0")/config/pretrain_stage2.yaml")
+answer_help "$@"  # -h: this header and both configs' settings, before any work
 DATA_BIN=$1
 SAVE_DIR=$2
 shift 2
-: "${GPUS:=16}" "${TOTAL_BATCH:=64}" "${MAX_SENTENCES:=$(( TOTAL_BATCH / GPUS ))}"
-: "${STAGE1_UPDATES:=400000}" "${STAGE2_UPDATES:=400000}" "${MAX_FRAGMENT_TOKENS:=500}"
-: "${MAX_CONTEXT_TOKENS:=400}" "${MAX_CONTINUATION_TOKENS:=100}"
-: "${CONTEXT_RATIO:=0.8}" "${MASK_PROB:=0.15}" "${MLM_WEIGHT:=0}" "${LR:=1e-5}" "${WARMUP:=10000}"
-: "${DROPOUT:=0.1}" "${ADAM_EPS:=1e-8}" "${WEIGHT_DECAY:=0.01}" "${CLIP_NORM:=1.0}"
+read_recipe_config "${RECIPE_CONFIGS[@]}"
+: "${MAX_SENTENCES:=$(( TOTAL_BATCH / GPUS ))}"
 if (( MAX_SENTENCES < 1 || TOTAL_BATCH % (GPUS * MAX_SENTENCES) )); then
   echo "TOTAL_BATCH=$TOTAL_BATCH is not a multiple of GPUS*MAX_SENTENCES=$(( GPUS * MAX_SENTENCES ))" >&2
   exit 1

@@ -13,45 +13,23 @@
 # (its 2 segment rows become segment ids 0-1; ids 2-5 and the NSP head start fresh); INIT=none trains from
 # scratch.
 #
-# Settings (environment overrides):
-#   GPUS=8               GPUs (hardware; the paper used 8 V100s, §2.4)
-#   TOTAL_BATCH=330      sequences per update (UniLM v1 §2.4). GPUS x MAX_SENTENCES x the update frequency
-#                        gives it exactly when it divides 330 (6 x 55, 10 x 33), else the nearest size above
-#   MAX_SENTENCES        sequences per GPU per step [TOTAL_BATCH / GPUS, rounded up: 42 on 8 GPUs] (this
-#                        project's choice: memory only)
-#   TOKENS_PER_SAMPLE=512  maximum input length (UniLM v1 §2.4)
-#   OBJECTIVE_WEIGHTS=2,2,1,1  bidirectional, seq2seq, left-to-right, right-to-left: 1/3, 1/3, 1/6, 1/6
-#                        (UniLM v1 §2.4)
-#   NSP_RANDOM_PROB=0.5  next-sentence pairs with a random second segment (UniLM v1 §2.3 takes NSP "as in"
-#                        BERT, whose negatives are half the pairs)
-#   MASK_PROB=0.15       share of tokens masked (UniLM v1 §2.4)
-#   SPAN_PROB=0.2        a pick is a bigram or trigram 20% of the time, else one token (UniLM v1 §2.4)
-#   MAX_SPAN=3           longest masked n-gram: a trigram (UniLM v1 §2.4)
-#   LEAVE_UNMASKED_PROB=0.1  masked inputs kept as they are (UniLM v1 §2.4: 80% [MASK], 10% random, 10% kept)
-#   RANDOM_TOKEN_PROB=0.1    masked inputs replaced by a random token (UniLM v1 §2.4)
-#   LR=3e-5              peak learning rate (UniLM v1 §2.4)
-#   WARMUP=40000         linear warm-up updates, then linear decay (UniLM v1 §2.4)
-#   STEPS=770000         updates (UniLM v1 §2.4: "about 770,000")
-#   ADAM_EPS=1e-6        Adam epsilon (this project's choice: UniLM v1 names none; BERT's value)
-#   WEIGHT_DECAY=0.01    (UniLM v1 §2.4)
-#   CLIP_NORM=1.0        gradient-norm clipping (this project's choice: §2.4 names none; UniLM v1 §3.5
-#                        clips at 1 when fine-tuning)
-#   DROPOUT=0.1          dropout and attention dropout (UniLM v1 §2.4)
-# Fixed below: Adam betas (0.9, 0.999) (UniLM v1 §2.4); linear decay (polynomial_decay, power 1; §2.4);
-# --fp16 (UniLM v1 §2.4: mixed precision training).
-case "${1:-}" in -h | --help) awk 'NR > 1 && !/^#/ {exit} NR > 1 {sub(/^# ?/, ""); print}' "$0"; exit 0 ;; esac  # usage, before any work
+# Settings: examples/unilm_v1_pretrain/config/pretrain_large.yaml (the fairseq-hydra-train config) holds
+# every value, each with its paper and section; docs/recipes.md tables them and `bash pretrain_large.sh -h`
+# lists them. An environment variable of a setting's name overrides it (GPUS=16, STEPS=1000). MAX_SENTENCES,
+# the sequences per GPU per step, is TOTAL_BATCH / GPUS rounded up unless set; GPUS x MAX_SENTENCES x the
+# update frequency gives TOTAL_BATCH exactly when it divides it (330 = 6 x 55, 10 x 33), else the nearest
+# size above.
 set -euo pipefail
+# shellcheck source=../common/pairs.sh
+source "$(dirname "${BASH_SOURCE[0]}")/../common/pairs.sh"
+answer_help "$@"  # -h: this header and the config's settings, before any work
 DATA_BIN=$1
 SAVE_DIR=$2
 shift 2
-: "${INIT:=out/bert_large/model.pt}" "${GPUS:=8}" "${TOTAL_BATCH:=330}"
-: "${MAX_SENTENCES:=$(( (TOTAL_BATCH + GPUS - 1) / GPUS ))}" "${TOKENS_PER_SAMPLE:=512}"
-: "${OBJECTIVE_WEIGHTS:=2,2,1,1}" "${NSP_RANDOM_PROB:=0.5}" "${MASK_PROB:=0.15}" "${SPAN_PROB:=0.2}"
-: "${MAX_SPAN:=3}" "${LEAVE_UNMASKED_PROB:=0.1}" "${RANDOM_TOKEN_PROB:=0.1}"
-: "${LR:=3e-5}" "${WARMUP:=40000}" "${STEPS:=770000}" "${ADAM_EPS:=1e-6}" "${WEIGHT_DECAY:=0.01}"
-: "${CLIP_NORM:=1.0}" "${DROPOUT:=0.1}"
+read_recipe_config "$PAIRS_REPO/examples/unilm_v1_pretrain/config/pretrain_large.yaml"
+: "${INIT:=out/bert_large/model.pt}" "${MAX_SENTENCES:=$(( (TOTAL_BATCH + GPUS - 1) / GPUS ))}"
 UPDATE_FREQ=$(( (TOTAL_BATCH + GPUS * MAX_SENTENCES - 1) / (GPUS * MAX_SENTENCES) ))
-echo "batch per update: $(( GPUS * MAX_SENTENCES * UPDATE_FREQ )) sequences (the paper: 330)"
+echo "batch per update: $(( GPUS * MAX_SENTENCES * UPDATE_FREQ )) sequences (TOTAL_BATCH=$TOTAL_BATCH)"
 INIT_FLAGS=()
 if [ "$INIT" != none ]; then
   INIT_FLAGS=(--pretrained-checkpoint "$INIT")

@@ -1,6 +1,7 @@
 """The recipes' fairseq-hydra-train configs (examples/*/config/*.yaml) run as they are, a tiny model and a
-few updates given as overrides: s2s-ft fine-tuning, UniLMv2 pre-training and PALM fine-tuning. The
-checkpoints hold the configs' settings; a value a config takes from the environment is named when unset.
+few updates given as overrides: s2s-ft fine-tuning, UniLMv2 and UniLM v1 pre-training and PALM
+fine-tuning. The checkpoints hold the configs' settings; a value a config takes from the environment is
+named when unset.
 (tests/unit/test_recipes.py checks the configs' values against the shell recipes.)"""
 
 import random
@@ -102,6 +103,26 @@ def test_unilmv2_pretraining_config(tmp_path):
     cfg, _ = checkpoint_cfg(save)
     assert cfg["task"]["span_prob"] == 0.4 and cfg["task"]["objectives"] == "ae,par"
     assert cfg["optimizer"]["adam_betas"] == "(0.9, 0.98)" and cfg["model"]["max_rel_pos"] == 128
+
+
+def test_unilm_v1_pretraining_config(tmp_path):
+    """UniLM v1 large's config with its sizes overridden down (the preset keeps its six segment ids)."""
+    rng = random.Random(2)
+    lines = []
+    for _ in range(12):
+        lines += [" ".join(rng.choices([f"w{i}" for i in range(30)], k=8)) for _ in range(4)] + [""]
+    data = binarize(tmp_path, lines)
+    save = tmp_path / "ckpt"
+    sizes = ["+model.encoder_layers=2", "+model.encoder_embed_dim=32", "+model.encoder_ffn_embed_dim=64",
+             "+model.encoder_attention_heads=2"]  # fmt: skip
+    proc = hydra_train("examples/unilm_v1_pretrain/config", "pretrain_large", save, f"task.data={data}",
+                       "task.tokens_per_sample=64", *sizes, "optimization.max_update=2",
+                       "lr_scheduler.warmup_updates=1", "dataset.disable_validation=true")  # fmt: skip
+    records = train_records(proc.stdout + proc.stderr)
+    assert [r["num_updates"] for r in records] == [1, 2] and all(r["loss"] > 0 for r in records)
+    cfg, _ = checkpoint_cfg(save)
+    assert cfg["task"]["objective_weights"] == [2, 2, 1, 1] and cfg["task"]["span_prob"] == 0.2
+    assert cfg["optimizer"]["adam_betas"] == "(0.9, 0.999)" and cfg["model"]["num_segments"] == 6
 
 
 def test_palm_config(pairs_bin, tmp_path):

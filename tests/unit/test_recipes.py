@@ -1,9 +1,11 @@
 """The recipes under examples/ and the settings table in docs/recipes.md say the same thing.
 
-The fine-tuning recipes of examples/s2s_ft and examples/palm keep every value in their fairseq-hydra-train
-config (CONFIG_RECIPES), one annotated line each, which the recipe reads through scripts/recipe_config.py and
-from which docs/recipes.md's tables are generated: here the tables must be up to date, every setting cited,
-and the recipe and its pipeline must restate none of the config's values. For the other recipes, every
+The fine-tuning recipes of examples/s2s_ft and examples/palm and the UniLMv2 and PALM pre-training recipes
+keep every value in their fairseq-hydra-train configs (CONFIG_RECIPES; one per fairseq-train command), one
+annotated line each, which the recipe reads through scripts/recipe_config.py and from which docs/recipes.md's
+tables are generated: here the tables must be up to date, every setting cited, the configs of one recipe
+must agree on the settings they share, and the recipe and its pipeline must restate none of the configs'
+values. For the other recipes, every
 hyperparameter a recipe sets by default (``: "${NAME:=value}"``, also inside ``case`` branches) and
 every hyperparameter flag it passes with a literal value (``--adam-betas '(0.9, 0.999)'``) must have a row in
 docs/recipes.md with the same value, and every row there must match a recipe. Each default must also have a
@@ -45,15 +47,30 @@ RECIPES = [
     "examples/palm/pretrain_base.sh",
 ]
 
-# the recipes whose values live in their config, and the pipeline that runs them
+# the recipes whose values live in their configs (one per fairseq-train command the recipe runs), and the
+# pipeline that runs them (the recipe itself when it builds its commands alone)
 CONFIG_RECIPES = {
-    f"examples/{family}/{name}.sh": (
-        f"examples/{family}/config/{name}.yaml",
-        f"examples/{family}/pipeline.sh",
-    )
-    for family, names in (("s2s_ft", ("cnndm", "xsum", "gigaword", "squad_qg")),
-                          ("palm", ("cnndm", "gigaword", "marco")))
-    for name in names
+    **{
+        f"examples/{family}/{name}.sh": (
+            (f"examples/{family}/config/{name}.yaml",),
+            f"examples/{family}/pipeline.sh",
+        )
+        for family, names in (("s2s_ft", ("cnndm", "xsum", "gigaword", "squad_qg")),
+                              ("palm", ("cnndm", "gigaword", "marco")))
+        for name in names
+    },
+    "examples/unilmv2_pretrain/pretrain_base.sh": (
+        ("examples/unilmv2_pretrain/config/pretrain_base.yaml",),
+        "examples/unilmv2_pretrain/pretrain_base.sh",
+    ),
+    "examples/palm/pretrain_base.sh": (
+        ("examples/palm/config/pretrain_stage1.yaml", "examples/palm/config/pretrain_stage2.yaml"),
+        "examples/palm/pretrain_base.sh",
+    ),
+    "examples/unilm_v1_pretrain/pretrain_large.sh": (
+        ("examples/unilm_v1_pretrain/config/pretrain_large.yaml",),
+        "examples/unilm_v1_pretrain/pretrain_large.sh",
+    ),
 }  # fmt: skip
 
 # paths, hardware, selectors and switches: not hyperparameters, so not in the table
@@ -237,9 +254,10 @@ def recipe_config():
 
 
 def config_settings(path: str) -> Dict[Key, str]:
-    """A config-read recipe's settings: ``{(NAME or --flag, None): value}`` from its config."""
-    config = os.path.join(REPO, CONFIG_RECIPES[path][0])
-    return {(s.variable or s.name, None): s.value for s in recipe_config().read_settings(config)}
+    """A config-read recipe's settings: ``{(NAME or --flag, None): value}`` from its configs (a setting
+    several of them hold must be the same in each)."""
+    configs = [os.path.join(REPO, config) for config in CONFIG_RECIPES[path][0]]
+    return {(s.variable or s.name, None): s.value for s in recipe_config().merged_settings(configs)}
 
 
 @pytest.mark.parametrize("path", RECIPES)
@@ -284,8 +302,8 @@ def test_the_generated_tables_are_up_to_date():
     with open(DOC, encoding="utf-8") as f:
         text = f.read()
     assert recipe_config().generated_docs(text) == text, "run: python scripts/recipe_config.py docs"
-    generated = re.findall(r"<!-- settings of (\S+): generated", text)
-    assert sorted(generated) == sorted(config for config, _ in CONFIG_RECIPES.values())
+    generated = re.findall(r"<!-- settings of (\S+(?: \S+)*): generated", text)
+    assert sorted(generated) == sorted(" ".join(configs) for configs, _ in CONFIG_RECIPES.values())
 
 
 @pytest.mark.parametrize("path", sorted(CONFIG_RECIPES))
@@ -293,10 +311,10 @@ def test_a_config_read_recipe_restates_none_of_its_values(path):
     """Its values are said once, in the config: neither the recipe nor its pipeline gives a default for a
     setting of the config, and every value the pipeline passes literally is the config's fixed flag."""
     settings = config_settings(path)
-    pipeline = CONFIG_RECIPES[path][1]
-    for script in (path, pipeline):
+    configs, pipeline = CONFIG_RECIPES[path]
+    for script in dict.fromkeys((path, pipeline)):
         restated = [name for name, _ in recipe_defaults(read(script)) if (name, None) in settings]
-        assert not restated, f"{script} restates {restated}, which {CONFIG_RECIPES[path][0]} holds"
+        assert not restated, f"{script} restates {restated}, which {', '.join(configs)} hold"
     for key, value in {**recipe_flags(read(pipeline)), **recipe_flags(read(path))}.items():
         assert settings.get(key) == value, (
             f"{pipeline} passes {key[0]} {value}; the config: {settings.get(key)}"
@@ -309,6 +327,7 @@ def test_the_config_reader_reads_annotations_and_the_recipe_block(tmp_path):
         "task:\n  #: MAX_SRC | 608 | UniLMv2 Table 10\n  max_source_positions: 608\n"
         "  #: NGRAM_EXEMPT= | — | this project's choice\n  no_repeat_ngram_exempt: null\n"
         "optimization:\n  #: LR | 7e-5 | UniLMv2 Table 10\n  lr: [7e-5]  # a comment\n"
+        "  #: OBJECTIVE_WEIGHTS | 1/3, 1/3, 1/6, 1/6 | UniLM v1 §2.4\n  objective_weights: [2, 2,1,1]\n"
         "  #: --adam-betas | (0.9, 0.999) | s2s-ft Table 7\n  adam_betas: (0.9, 0.999)\n"
         "# recipe:\n#   #: EPOCHS | 14 | UniLMv2 Table 10\n#   epochs: 14\n"
         "#   prepare:\n#     #: QG_SEP | — | this project's choice\n#     qg_separator: '[SEP]'\n"
@@ -319,6 +338,7 @@ def test_the_config_reader_reads_annotations_and_the_recipe_block(tmp_path):
         ("task.max_source_positions", "MAX_SRC", "608"),
         ("task.no_repeat_ngram_exempt", "NGRAM_EXEMPT", ""),
         ("optimization.lr", "LR", "7e-5"),
+        ("optimization.objective_weights", "OBJECTIVE_WEIGHTS", "2,2,1,1"),
         ("optimization.adam_betas", None, "(0.9, 0.999)"),
         ("recipe.epochs", "EPOCHS", "14"),
         ("recipe.prepare.qg_separator", "QG_SEP", "[SEP]"),
@@ -331,6 +351,24 @@ def test_the_config_reader_reads_annotations_and_the_recipe_block(tmp_path):
     config.write_text("task:\n  #: MAX_SRC | 608 | UniLMv2 Table 10\n\n  other: 1\n")
     with pytest.raises(ValueError, match="right above"):
         module.read_settings(str(config))
+
+
+def test_the_configs_of_one_recipe_say_a_shared_setting_alike(tmp_path):
+    """PALM's two pre-training stages: a setting both configs hold is given once, and must agree."""
+    first, second = tmp_path / "stage1.yaml", tmp_path / "stage2.yaml"
+    first.write_text("optimization:\n  #: LR | 1e-5 | PALM §3.1\n  lr: [1e-5]\n")
+    second.write_text(
+        "task:\n  #: MLM_WEIGHT | — | this project's choice\n  mlm_weight: 0\n"
+        "optimization:\n  #: LR | 1e-5 | PALM §3.1\n  lr: [1e-5]\n"
+    )
+    module = recipe_config()
+    assert module.shell_defaults(str(first), str(second)).splitlines() == [
+        "LR=${LR:-1e-5}",
+        "MLM_WEIGHT=${MLM_WEIGHT:-0}",
+    ]
+    second.write_text("optimization:\n  #: LR | 1e-5 | PALM §3.1\n  lr: [2e-5]\n")
+    with pytest.raises(ValueError, match="LR: .* say different things"):
+        module.merged_settings([str(first), str(second)])
 
 
 def test_parsers_read_what_the_recipes_mean():
@@ -654,6 +692,11 @@ CONFIGS = {
     "examples/palm/config/cnndm.yaml": ("examples/palm/cnndm.sh", 0, 1),
     "examples/palm/config/gigaword.yaml": ("examples/palm/gigaword.sh", 0, 1),
     "examples/palm/config/marco.yaml": ("examples/palm/marco.sh", 0, 1),
+    "examples/unilm_v1_pretrain/config/pretrain_large.yaml": (
+        "examples/unilm_v1_pretrain/pretrain_large.sh",
+        0,
+        8,
+    ),
     "examples/palm/config/pretrain_stage1.yaml": ("examples/palm/pretrain_base.sh", 0, 16),
     "examples/palm/config/pretrain_stage2.yaml": ("examples/palm/pretrain_base.sh", 1, 16),
 }
