@@ -9,7 +9,7 @@
 # Hugging Face datasets library exports them ({split}.jsonl, .json or .parquet, read by
 # scripts/prepare_seq2seq_data.py with SOURCE_FIELD and TARGET_FIELD [the known layouts': document/summary,
 # article/highlights ...]); or DATA_DIR is one such file, split by VALID_FRACTION and TEST_FRACTION [0.1
-# each] (scripts/split_rows.py, seeded by SEED). Any DATA_DIR/test.NAME.hyp (one hypothesis per test pair)
+# each, in the config] (scripts/split_rows.py, seeded by SEED). Any DATA_DIR/test.NAME.hyp (one hypothesis per test pair)
 # is scored as a baseline row NAME; without test.lead.hyp the lead row is each test source's first
 # sentence. Every step is a plain fairseq (or scripts/) command, printed before it runs ("+ ..."), so a
 # run can be repeated or changed by hand; WORK_DIR/commands.sh keeps them, run after run. The model folder
@@ -40,8 +40,8 @@
 #   VALID_EVERY validate (and save) every this many updates [half of UPDATES: choice]
 #   CKPT        checkpoint to decode: best (lowest validation loss: fairseq's checkpoint_best.pt), last, or
 #               a path [best: choice; the small data sets this script is for overfit late in a run]
-#   MIN_LEN     fewest tokens generated [the 5th percentile of the tokenized training targets' lengths, at
-#               most MAX_LEN: choice; on ACLSum that is 20, the value validation picked]
+#   MIN_LEN     fewest tokens generated [in the config: empty, the 5th percentile of the tokenized training
+#               targets' lengths, at most MAX_LEN: choice; on ACLSum that is 20, the value validation picked]
 #   SEED [1]    STAGES  steps to run, comma-separated [convert,tokenize,binarize,train,generate,score]
 #   EVAL_ROUGE  1: validation also decodes the valid set with the settings below and logs its ROUGE
 #               (--eval-rouge); the best checkpoint is the one with the highest ROUGE-L [0]
@@ -64,9 +64,9 @@ DATA=$1
 WORK=$2
 shift 2
 read_recipe_config "$REPO/examples/s2s_ft/config/finetune.yaml"
-: "${INIT:=pretrained}" "${PRETRAINED:=}" "${MINUTES:=}" "${MIN_LEN:=}"
+: "${INIT:=pretrained}" "${PRETRAINED:=}" "${MINUTES:=}"
 : "${SEED:=1}" "${STAGES:=convert,tokenize,binarize,train,generate,score}" "${FRESH:=0}" "${EVAL_ROUGE:=0}"
-: "${SOURCE_FIELD:=}" "${TARGET_FIELD:=}" "${VALID_FRACTION:=0.1}" "${TEST_FRACTION:=0.1}"
+: "${SOURCE_FIELD:=}" "${TARGET_FIELD:=}"
 : "${VALID_EVERY:=$(( (UPDATES + 1) / 2 ))}" "${CKPT:=best}"
 : "${CPU:=$(python -c 'import torch; print(0 if torch.cuda.is_available() else 1)')}"
 

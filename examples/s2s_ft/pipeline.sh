@@ -146,7 +146,7 @@ s2s_ft_main() {
     if [ -n "${NGRAM_EXEMPT:-}" ]; then gen_flags+=(--no-repeat-ngram-exempt "$NGRAM_EXEMPT"); fi
     run_shown_to "$gen" fairseq-generate "$bin" --user-dir "$user_dir" --task unilm_seq2seq \
       --path "$decoded" \
-      --finetune-method "$METHOD" --max-source-positions "$MAX_SRC" --max-target-positions "$MAX_TGT" \
+      --max-source-positions "$MAX_SRC" --max-target-positions "$MAX_TGT" \
       --gen-subset test --batch-size "$GEN_BATCH" --beam "$BEAM" --lenpen "$LENPEN" \
       --lenpen-style "$LENPEN_STYLE" --no-repeat-ngram-size "$NO_REPEAT_NGRAM" --min-len "$MIN_LEN" \
       --max-len-a 0 --max-len-b "$MAX_LEN_B" \

@@ -37,6 +37,7 @@ RECIPES = [
     "examples/s2s_ft/xsum.sh",
     "examples/s2s_ft/gigaword.sh",
     "examples/s2s_ft/squad_qg.sh",
+    "examples/s2s_ft/finetune.sh",
     "examples/unilmv2_pretrain/pretrain_base.sh",
     "examples/unilm_v1_pretrain/pretrain_large.sh",
     "examples/squad/finetune.sh",
@@ -59,6 +60,10 @@ CONFIG_RECIPES = {
                               ("palm", ("cnndm", "gigaword", "marco")))
         for name in names
     },
+    "examples/s2s_ft/finetune.sh": (
+        ("examples/s2s_ft/config/finetune.yaml",),
+        "examples/s2s_ft/finetune.sh",
+    ),
     "examples/unilmv2_pretrain/pretrain_base.sh": (
         ("examples/unilmv2_pretrain/config/pretrain_base.yaml",),
         "examples/unilmv2_pretrain/pretrain_base.sh",
@@ -75,7 +80,8 @@ CONFIG_RECIPES = {
 
 # paths, hardware, selectors and switches: not hyperparameters, so not in the table
 PLUMBING = {
-    "ABLATION", "ARCH", "CASED", "CKPT", "CPU", "DICT", "EVAL_ROUGE", "EXTRA_PREP", "FP16", "GPUS", "INIT",
+    "ABLATION", "ARCH", "CASED", "CKPT", "CPU", "DICT", "EVAL_ROUGE", "EXTRA_PREP", "FP16", "FRESH", "GPUS",
+    "INIT", "MINUTES", "SOURCE_FIELD", "TARGET_FIELD",
     "LOWERCASE", "MAX_SENTENCES", "MODEL", "MODEL_ARGS", "NO_COPY", "PRETRAINED", "PYTHON", "SCORING", "SEED",
     "SETTINGS", "STAGES", "TOKENIZER", "VERSION", "VOCAB", "WORKERS",
 }  # fmt: skip
