@@ -1,6 +1,6 @@
 """The recipes' fairseq-hydra-train configs (examples/*/config/*.yaml) run as they are, a tiny model and a
-few updates given as overrides: s2s-ft fine-tuning, UniLMv2 and UniLM v1 pre-training and PALM
-fine-tuning. The checkpoints hold the configs' settings; a value a config takes from the environment is
+few updates given as overrides: s2s-ft fine-tuning, UniLMv2 and UniLM v1 pre-training, PALM fine-tuning,
+SQuAD and GLUE. The checkpoints hold the configs' settings; a value a config takes from the environment is
 named when unset.
 (tests/unit/test_recipes.py checks the configs' values against the shell recipes.)"""
 
@@ -10,6 +10,7 @@ import pytest
 import torch
 
 from ..helpers.cli import binarize, binarize_pairs, run_cli, train_records
+from ..helpers.squad import write_squad_dir
 
 pytestmark = pytest.mark.slow
 
@@ -137,3 +138,19 @@ def test_palm_config(pairs_bin, tmp_path):
     assert cfg["criterion"]["_name"] == "label_smoothed_cross_entropy" and cfg["task"]["truncate_source"]
     assert model["encoder.embed_tokens.weight"].shape[1] == 64  # palm_tiny
     assert model["encoder.embed_positions.weight"].shape[0] == 16 + 2  # the model's limit: the override's
+
+
+def test_squad_config(tmp_path):
+    """SQuAD v2.0's config (UniLMv2 Table 9 and the answerability classifier of §4.2) with a tiny model and
+    short windows; the updates from the environment, as the recipe counts them."""
+    write_squad_dir(tmp_path, train_paragraphs=8, valid_paragraphs=4, unanswerable_prob=0.3)
+    save = tmp_path / "ckpt"
+    proc = hydra_train("examples/squad/config", "squad_v2", save, f"task.data={tmp_path}",
+                       "model._name=unilmv2_tiny", "task.max_seq_length=64", "task.doc_stride=24",
+                       "task.max_query_length=16", env={"STEPS": "2", "WARMUP": "1"})  # fmt: skip
+    records = train_records(proc.stdout + proc.stderr)
+    assert [r["num_updates"] for r in records] == [1, 2] and all(r["loss"] > 0 for r in records)
+    cfg, model = checkpoint_cfg(save)
+    assert cfg["task"]["answerability_head"] is True and cfg["criterion"]["answerability_weight"] == 1.0
+    assert cfg["optimization"]["lr"] == [2e-5] and cfg["optimizer"]["weight_decay"] == 0.01
+    assert any("squad_answerability_head" in key for key in model)

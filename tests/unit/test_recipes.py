@@ -1,18 +1,13 @@
-"""The recipes under examples/ and the settings table in docs/recipes.md say the same thing.
+"""The recipes under examples/ and the settings tables in docs/recipes.md say the same thing.
 
-The fine-tuning recipes of examples/s2s_ft and examples/palm and the UniLMv2 and PALM pre-training recipes
-keep every value in their fairseq-hydra-train configs (CONFIG_RECIPES; one per fairseq-train command), one
-annotated line each, which the recipe reads through scripts/recipe_config.py and from which docs/recipes.md's
-tables are generated: here the tables must be up to date, every setting cited, the configs of one recipe
-must agree on the settings they share, and the recipe and its pipeline must restate none of the configs'
-values. For the other recipes, every
-hyperparameter a recipe sets by default (``: "${NAME:=value}"``, also inside ``case`` branches) and
-every hyperparameter flag it passes with a literal value (``--adam-betas '(0.9, 0.999)'``) must have a row in
-docs/recipes.md with the same value, and every row there must match a recipe. Each default must also have a
-``#   NAME=value  comment`` line in the recipe's header whose comment names its source: a paper and a
-table, section or algorithm, or "this project's choice". The bad-input tests run recipes on missing data
-(no training); the command-line tests replace fairseq-train and fairseq-generate by stubs that print their
-arguments, so no fairseq command runs.
+Every recipe keeps its values in its fairseq-hydra-train configs (CONFIG_RECIPES: one config per
+fairseq-train command it runs, merged, and one such group per variant it reads, such as SQuAD's version and
+paper), one annotated line each, which the recipe reads through scripts/recipe_config.py and from which
+docs/recipes.md's tables are generated: here the tables must be up to date and sit in their recipe's
+section, every setting must cite its source, the configs of one variant must agree on the settings they
+share, and neither the recipe nor its pipeline may restate a value of its configs. The bad-input tests run
+recipes on missing data (no training); the command-line tests replace fairseq-train and fairseq-generate by
+stubs that print their arguments, so no fairseq command runs.
 """
 
 import argparse
@@ -48,33 +43,37 @@ RECIPES = [
     "examples/palm/pretrain_base.sh",
 ]
 
-# the recipes whose values live in their configs (one per fairseq-train command the recipe runs), and the
-# pipeline that runs them (the recipe itself when it builds its commands alone)
-CONFIG_RECIPES = {
+# each recipe: the variants it reads (a group of configs each, one per fairseq-train command, merged) and
+# the pipeline that runs them (the recipe itself when it builds its commands alone)
+CONFIG_RECIPES: Dict[str, Tuple[Tuple[Tuple[str, ...], ...], str]] = {
     **{
         f"examples/{family}/{name}.sh": (
-            (f"examples/{family}/config/{name}.yaml",),
+            ((f"examples/{family}/config/{name}.yaml",),),
             f"examples/{family}/pipeline.sh",
         )
         for family, names in (("s2s_ft", ("cnndm", "xsum", "gigaword", "squad_qg")),
                               ("palm", ("cnndm", "gigaword", "marco")))
         for name in names
     },
-    "examples/s2s_ft/finetune.sh": (
-        ("examples/s2s_ft/config/finetune.yaml",),
-        "examples/s2s_ft/finetune.sh",
-    ),
-    "examples/unilmv2_pretrain/pretrain_base.sh": (
-        ("examples/unilmv2_pretrain/config/pretrain_base.yaml",),
-        "examples/unilmv2_pretrain/pretrain_base.sh",
-    ),
+    **{
+        recipe: (((config,),), recipe)
+        for recipe, config in (
+            ("examples/s2s_ft/finetune.sh", "examples/s2s_ft/config/finetune.yaml"),
+            ("examples/unilmv2_pretrain/pretrain_base.sh",
+             "examples/unilmv2_pretrain/config/pretrain_base.yaml"),
+            ("examples/unilm_v1_pretrain/pretrain_large.sh",
+             "examples/unilm_v1_pretrain/config/pretrain_large.yaml"),
+        )
+    },
     "examples/palm/pretrain_base.sh": (
-        ("examples/palm/config/pretrain_stage1.yaml", "examples/palm/config/pretrain_stage2.yaml"),
+        (("examples/palm/config/pretrain_stage1.yaml", "examples/palm/config/pretrain_stage2.yaml"),),
         "examples/palm/pretrain_base.sh",
     ),
-    "examples/unilm_v1_pretrain/pretrain_large.sh": (
-        ("examples/unilm_v1_pretrain/config/pretrain_large.yaml",),
-        "examples/unilm_v1_pretrain/pretrain_large.sh",
+    # one config per SQuAD version and paper (VERSION, SETTINGS)
+    "examples/squad/finetune.sh": (
+        tuple((f"examples/squad/config/squad_v{version}{paper}.yaml",)
+              for paper in ("", "_unilm_v1") for version in ("1", "2")),
+        "examples/squad/finetune.sh",
     ),
 }  # fmt: skip
 
@@ -105,14 +104,9 @@ CITATION = re.compile(
     r"|this project's choice"
 )
 
-Key = Tuple[str, Optional[str]]  # (NAME or --flag, condition "VAR=pattern" or None)
-
 DEFAULT = re.compile(r'"\$\{([A-Za-z_]\w*):?=([^}]*)\}"')
-DEFAULT_LINE = re.compile(r"^\s*(?:([^()#:]+?)\)\s*)?:\s")
-CASE = re.compile(r'^\s*case\s+"?\$\{?([A-Za-z_]\w*)')
+DEFAULT_LINE = re.compile(r"^\s*(?:[^()#:]+?\)\s*)?:\s")  # `: "${NAME:=value}"`, also in a case branch
 FLAG = re.compile(r"(?<![\w-])--([a-z][\w-]*)\s+('[^']*'|\"[^\"]*\"|[^\s\\;)]+)")
-HEADER_ENTRY = re.compile(r"^#   ([A-Z][A-Z0-9_]*)=(\S*)(.*)$")
-HEADER_MORE = re.compile(r"^#\s{5,}(\S.*)$")
 
 
 def unquote(value: str) -> str:
@@ -127,41 +121,23 @@ def read(path: str) -> str:
         return f.read()
 
 
-def recipe_defaults(text: str) -> Dict[Key, str]:
-    """The hyperparameter defaults of a recipe: ``{(NAME, condition): value}``; the condition is the
-    ``case`` branch a default sits in ("VAR=pattern"), or None."""
-    found: Dict[Key, str] = {}
-    case_var = None
+def recipe_defaults(text: str) -> Dict[str, str]:
+    """The defaults a script gives (``: "${NAME:=value}"``, in a ``case`` branch too): ``{NAME: value}``,
+    paths and switches (PLUMBING) and computed values aside."""
+    found: Dict[str, str] = {}
     for line in text.splitlines():
         code = line.split(" #", 1)[0]
-        if code.lstrip().startswith("#"):
+        if code.lstrip().startswith("#") or not DEFAULT_LINE.match(code):
             continue
-        match = CASE.match(code)
-        if match:
-            case_var = match.group(1)
-            continue
-        if code.strip() == "esac":
-            case_var = None
-            continue
-        line_match = DEFAULT_LINE.match(code)
-        if not line_match:
-            continue
-        condition = None
-        if line_match.group(1):
-            assert case_var, f"a case branch outside a case: {line!r}"
-            condition = f"{case_var}={' '.join(line_match.group(1).split())}"
         for name, value in DEFAULT.findall(code):
-            if name in PLUMBING or "$" in value:
-                continue
-            key = (name, condition)
-            assert key not in found, f"{name} ({condition}) has two defaults"
-            found[key] = value
+            if name not in PLUMBING and "$" not in value:
+                found[name] = value
     return found
 
 
-def recipe_flags(text: str) -> Dict[Key, str]:
-    """The hyperparameter flags a recipe passes with a literal value: ``{(--flag, None): value}``."""
-    found: Dict[Key, str] = {}
+def recipe_flags(text: str) -> Dict[str, str]:
+    """The hyperparameter flags a script passes with a literal value: ``{--flag: value}``."""
+    found: Dict[str, str] = {}
     for line in text.splitlines():
         code = line.split(" #", 1)[0]
         if code.lstrip().startswith("#"):
@@ -169,83 +145,37 @@ def recipe_flags(text: str) -> Dict[Key, str]:
         for flag, value in FLAG.findall(code):
             if flag not in HYPER_FLAGS or unquote(value).startswith("$"):
                 continue
-            key = (f"--{flag}", None)
-            assert found.get(key, unquote(value)) == unquote(value), f"--{flag} has two values"
-            found[key] = unquote(value)
+            assert found.get(f"--{flag}", unquote(value)) == unquote(value), f"--{flag} has two values"
+            found[f"--{flag}"] = unquote(value)
     return found
 
 
-def recipe_header(text: str) -> Dict[str, Tuple[str, str]]:
-    """``{NAME: (value, comment)}`` from the ``#   NAME=value  comment`` lines of the leading comments; a
-    comment goes on over the more deeply indented comment lines that follow."""
-    entries: Dict[str, Tuple[str, str]] = {}
-    name = None
-    for line in text.splitlines():
-        if not line.startswith("#"):
-            break
-        entry = HEADER_ENTRY.match(line)
-        if entry:
-            name = entry.group(1)
-            entries[name] = (unquote(entry.group(2)), entry.group(3).strip())
-            continue
-        more = HEADER_MORE.match(line)
-        if more and name:
-            value, comment = entries[name]
-            entries[name] = (value, f"{comment} {more.group(1)}")
-        else:
-            name = None
-    return entries
-
-
-def split_row(line: str) -> List[str]:
-    cells = re.split(r"(?<!\\)\|", line.strip())[1:-1]
-    return [cell.replace("\\|", "|").strip() for cell in cells]
-
-
-SETTING_CELL = re.compile(r"^`([A-Z][A-Z0-9_]*|--[a-z][\w-]*)`(?: when `([A-Za-z_]\w*=[^`]+)`)?$")
-VALUE_CELL = re.compile(r"^`([^`]*)`$")
 RECIPE_HEADING = re.compile(r"^#{2,4} .*?`(examples/[\w/.-]+\.sh)`")
+GENERATED = re.compile(r"^<!-- settings of (\S+(?: \S+)*): generated by scripts/recipe_config.py docs -->$")
 
 
-def doc_table() -> Dict[str, Dict[Key, Tuple[str, str, str]]]:
-    """``{recipe: {(setting, condition): (value, paper's value, source)}}`` from docs/recipes.md: the rows
-    of the table under each heading that names a recipe."""
-    tables: Dict[str, Dict[Key, Tuple[str, str, str]]] = {}
+def doc_sections() -> Dict[str, List[Tuple[str, ...]]]:
+    """``{recipe: [the configs of each generated table in its section]}`` from docs/recipes.md: a section
+    starts at a heading that names a recipe and ends at the next heading."""
+    sections: Dict[str, List[Tuple[str, ...]]] = {}
     recipe = None
-    with open(DOC, encoding="utf-8") as f:
-        for line in f:
-            heading = RECIPE_HEADING.match(line)
-            if heading:
-                recipe = heading.group(1)
-                assert recipe not in tables, f"{recipe} has two sections"
-                tables[recipe] = {}
-                continue
-            if line.startswith("#"):
-                recipe = None
-                continue
-            if recipe is None or not line.startswith("|"):
-                continue
-            cells = split_row(line)
-            setting = SETTING_CELL.match(cells[0])
-            if not setting:
-                assert cells[0] in ("Setting", "---"), f"unreadable row in {recipe}: {line!r}"
-                continue
-            assert len(cells) == 4, f"{recipe}: a row needs 4 cells: {line!r}"
-            value = VALUE_CELL.match(cells[1])
-            assert value, f"{recipe}: the recipe's value must be in backticks: {line!r}"
-            key = (setting.group(1), setting.group(2))
-            assert key not in tables[recipe], f"{recipe}: two rows for {key}"
-            tables[recipe][key] = (unquote(value.group(1)), cells[2], cells[3])
-    return tables
+    for line in read("docs/recipes.md").splitlines():
+        heading = RECIPE_HEADING.match(line)
+        if heading:
+            recipe = heading.group(1)
+            assert recipe not in sections, f"{recipe} has two sections"
+            sections[recipe] = []
+        elif line.startswith("#"):
+            recipe = None
+        elif GENERATED.match(line):
+            assert recipe, f"a generated table outside a recipe's section: {line}"
+            sections[recipe].append(tuple(GENERATED.match(line).group(1).split()))
+    return sections
 
 
-@pytest.fixture(scope="module")
-def table():
-    return doc_table()
-
-
-def test_the_doc_covers_every_recipe(table):
-    assert sorted(table) == sorted(RECIPES)
+def test_every_recipe_reads_its_configs_and_has_its_section():
+    assert sorted(CONFIG_RECIPES) == sorted(RECIPES)
+    assert sorted(doc_sections()) == sorted(RECIPES)
     for path in RECIPES:
         assert os.path.isfile(os.path.join(REPO, path)), path
 
@@ -259,72 +189,47 @@ def recipe_config():
     return module
 
 
-def config_settings(path: str) -> Dict[Key, str]:
-    """A config-read recipe's settings: ``{(NAME or --flag, None): value}`` from its configs (a setting
-    several of them hold must be the same in each)."""
-    configs = [os.path.join(REPO, config) for config in CONFIG_RECIPES[path][0]]
-    return {(s.variable or s.name, None): s.value for s in recipe_config().merged_settings(configs)}
+def variant_settings(configs: Tuple[str, ...]):
+    """The settings of one variant's configs, merged (a setting several of them hold must be the same in
+    each)."""
+    return recipe_config().merged_settings([os.path.join(REPO, config) for config in configs])
 
 
 @pytest.mark.parametrize("path", RECIPES)
-def test_recipe_settings_match_the_doc(table, path):
-    text = read(path)
-    if path in CONFIG_RECIPES:
-        in_recipe = config_settings(path)
-    else:
-        in_recipe = {**recipe_defaults(text), **recipe_flags(text)}
-    in_doc = {key: row[0] for key, row in table[path].items()}
-    assert in_recipe, f"{path}: no settings found"
-    missing = sorted(set(in_recipe) - set(in_doc), key=str)
-    extra = sorted(set(in_doc) - set(in_recipe), key=str)
-    assert not missing, f"{path}: settings without a row in docs/recipes.md: {missing}"
-    assert not extra, f"docs/recipes.md rows for {path} that the recipe does not set: {extra}"
-    differ = {key: (in_recipe[key], in_doc[key]) for key in in_recipe if in_recipe[key] != in_doc[key]}
-    assert not differ, f"{path}: recipe value != docs/recipes.md value: {differ}"
+def test_each_variant_has_its_table_in_its_recipes_section(path):
+    variants, _ = CONFIG_RECIPES[path]
+    assert doc_sections()[path] == list(variants), f"docs/recipes.md's tables for {path}"
 
 
 @pytest.mark.parametrize("path", RECIPES)
-def test_every_doc_row_names_its_source(table, path):
-    unsourced = [key for key, (_, _, source) in table[path].items() if not CITATION.search(source)]
-    assert not unsourced, f"docs/recipes.md, {path}: rows whose source names no table or section: {unsourced}"
-
-
-@pytest.mark.parametrize("path", RECIPES)
-def test_every_default_is_documented_and_cited_in_the_recipe(path):
-    text = read(path)
-    header = recipe_header(text)
-    for (name, condition), value in recipe_defaults(text).items():
-        assert name in header, f"{path}: {name} has no '#   {name}=value  comment' line in the header"
-        documented, comment = header[name]
-        assert CITATION.search(comment), f"{path}: the comment on {name} names no source: {comment!r}"
-        if condition is None:
-            assert documented == value, f"{path}: header says {name}={documented}, the default is {value}"
-        else:  # one of several defaults: the header names it
-            words = re.split(r"[\s,;:()]+", f"{documented} {comment}")
-            assert value in words, f"{path}: the header of {name} does not give {value} ({condition})"
+def test_every_setting_names_its_source(path):
+    for configs in CONFIG_RECIPES[path][0]:
+        unsourced = [s.name for s in variant_settings(configs) if not CITATION.search(s.source)]
+        assert not unsourced, f"{', '.join(configs)}: settings whose source names no table or section: " + (
+            f"{unsourced}"
+        )
+    assert CITATION.search("(s2s-ft Table 7)") and CITATION.search("this project's choice: memory")
+    assert not CITATION.search("the microsoft/unilm README") and not CITATION.search("UniLMv2 paper")
 
 
 def test_the_generated_tables_are_up_to_date():
-    with open(DOC, encoding="utf-8") as f:
-        text = f.read()
+    text = read("docs/recipes.md")
     assert recipe_config().generated_docs(text) == text, "run: python scripts/recipe_config.py docs"
-    generated = re.findall(r"<!-- settings of (\S+(?: \S+)*): generated", text)
-    assert sorted(generated) == sorted(" ".join(configs) for configs, _ in CONFIG_RECIPES.values())
 
 
 @pytest.mark.parametrize("path", sorted(CONFIG_RECIPES))
 def test_a_config_read_recipe_restates_none_of_its_values(path):
-    """Its values are said once, in the config: neither the recipe nor its pipeline gives a default for a
-    setting of the config, and every value the pipeline passes literally is the config's fixed flag."""
-    settings = config_settings(path)
-    configs, pipeline = CONFIG_RECIPES[path]
-    for script in dict.fromkeys((path, pipeline)):
-        restated = [name for name, _ in recipe_defaults(read(script)) if (name, None) in settings]
-        assert not restated, f"{script} restates {restated}, which {', '.join(configs)} hold"
-    for key, value in {**recipe_flags(read(pipeline)), **recipe_flags(read(path))}.items():
-        assert settings.get(key) == value, (
-            f"{pipeline} passes {key[0]} {value}; the config: {settings.get(key)}"
-        )
+    """Its values are said once, in the configs: neither the recipe nor its pipeline gives a default for a
+    setting of them, and every value either passes literally is a fixed flag of each variant."""
+    variants, pipeline = CONFIG_RECIPES[path]
+    for configs in variants:
+        settings = {s.variable or s.name: s.value for s in variant_settings(configs)}
+        for script in dict.fromkeys((path, pipeline)):
+            restated = [name for name in recipe_defaults(read(script)) if name in settings]
+            assert not restated, f"{script} restates {restated}, which {', '.join(configs)} hold"
+        for name, value in {**recipe_flags(read(pipeline)), **recipe_flags(read(path))}.items():
+            said = settings.get(name)
+            assert said == value, f"{pipeline} passes {name} {value}; {', '.join(configs)}: {said}"
 
 
 def test_the_config_reader_reads_annotations_and_the_recipe_block(tmp_path):
@@ -377,40 +282,26 @@ def test_the_configs_of_one_recipe_say_a_shared_setting_alike(tmp_path):
         module.merged_settings([str(first), str(second)])
 
 
-def test_parsers_read_what_the_recipes_mean():
-    """The parsers on a made-up recipe: conditions, plumbing, computed values, flags and header."""
+def test_the_restatement_parsers():
+    """What recipe_defaults and recipe_flags read of a made-up script: defaults (in a case branch too),
+    plumbing and computed values aside; literal hyperparameter flags."""
     text = "\n".join(
         [
-            "#!/usr/bin/env bash",
-            "#   LR=1e-5              peak (PALM §3.3)",
-            "#   EPOCHS=4             passes (UniLMv2 Table 9); 3 for unilm_v1",
-            "#                        (UniLM v1 §3.2)",
-            "# not an entry",
             ': "${LR:=1e-5}" "${GPUS:=8}" "${STEPS:=$(( 2 * 3 ))}" "${EMPTY=}"',
             "case $SETTINGS in",
             '  unilm_v1) : "${EPOCHS:=3}" ;;',
-            '  *) : "${EPOCHS:=4}" ;;',
             "esac",
+            '# : "${COMMENTED:=1}"',
             "fairseq-train --adam-betas '(0.9, 0.98)' --lr \"$LR\" --optimizer adam --seed 1 \\",
             "  --lr-scheduler polynomial_decay",
         ]
     )
-    assert recipe_defaults(text) == {
-        ("LR", None): "1e-5",
-        ("EMPTY", None): "",
-        ("EPOCHS", "SETTINGS=unilm_v1"): "3",
-        ("EPOCHS", "SETTINGS=*"): "4",
-    }
+    assert recipe_defaults(text) == {"LR": "1e-5", "EMPTY": "", "EPOCHS": "3"}
     assert recipe_flags(text) == {
-        ("--adam-betas", None): "(0.9, 0.98)",
-        ("--optimizer", None): "adam",
-        ("--lr-scheduler", None): "polynomial_decay",
+        "--adam-betas": "(0.9, 0.98)",
+        "--optimizer": "adam",
+        "--lr-scheduler": "polynomial_decay",
     }
-    header = recipe_header(text)
-    assert header["LR"] == ("1e-5", "peak (PALM §3.3)")
-    assert header["EPOCHS"][1] == "passes (UniLMv2 Table 9); 3 for unilm_v1 (UniLM v1 §3.2)"
-    assert CITATION.search("(s2s-ft Table 7)") and CITATION.search("this project's choice: memory")
-    assert not CITATION.search("the microsoft/unilm README") and not CITATION.search("UniLMv2 paper")
 
 
 # ------------------------------------------------------------------------------------------- bad input
@@ -705,6 +596,16 @@ CONFIGS = {
     ),
     "examples/palm/config/pretrain_stage1.yaml": ("examples/palm/pretrain_base.sh", 0, 16),
     "examples/palm/config/pretrain_stage2.yaml": ("examples/palm/pretrain_base.sh", 1, 16),
+    **{
+        f"examples/squad/config/squad_v{version}{paper}.yaml": (f"examples/squad/squad_v{version}.sh", 0, 1)
+        for version in ("1", "2")
+        for paper in ("", "_unilm_v1")
+    },
+}
+# the environment a config's recipe runs in (SQuAD's UniLM v1 configs: a unilm_v1 architecture)
+CONFIG_ENV = {
+    f"examples/squad/config/squad_v{version}_unilm_v1.yaml": {"ARCH": "unilm_v1_large"}
+    for version in ("1", "2")
 }
 # paths and files: given on the command line (the YAML leaves them ??? or null)
 PATH_FLAGS = {"user-dir", "save-dir", "pretrained-checkpoint", "stage1-checkpoint", "pretrained-encoder"}
@@ -861,7 +762,11 @@ def test_config_restates_its_recipe(stubs, tmp_path, monkeypatch, config):
     from omegaconf import OmegaConf
 
     recipe, run, gpus = CONFIGS[config]
-    argv = train_commands(stubs, tmp_path, recipe, gpus)[run]
+    if recipe.startswith("examples/squad/"):
+        version = "2.0" if recipe.endswith("v2.sh") else "1.1"
+        argv = squad_run(stubs, tmp_path, recipe, version, **CONFIG_ENV.get(config, {}))["fairseq-train"]
+    else:
+        argv = train_commands(stubs, tmp_path, recipe, gpus)[run]
     cfg = command_config(argv)
     yaml = OmegaConf.load(os.path.join(REPO, config))
     hydra = OmegaConf.to_container(yaml.hydra)  # the log beside the checkpoints, the working directory kept
