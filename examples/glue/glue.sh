@@ -17,42 +17,32 @@
 #                a unilm_v1_* architecture, else unilmv2]
 #   SEED=1, CPU="" (CPU=--cpu on a CPU)
 #
-# Hyperparameters. SETTINGS=unilmv2 follows UniLMv2 (Bao et al. 2020) Table 9, which gives a grid searched
-# per task on the dev sets: the defaults are one point of it (this project's choice), the values Table 9
-# also uses for SQuAD where the grid holds them. SETTINGS=unilm_v1 follows UniLM v1 (Dong et al. 2019) §3.5.
-#   OPTIMIZER=adam       unilmv2: Adam (0.9, 0.98), eps ADAM_EPS (this project's choice: UniLMv2 §4.1's
-#                        pre-training optimizer; Table 9 names none); unilm_v1: adamax (UniLM v1 §3.5)
-#   ADAM_EPS=1e-6        Adam epsilon (this project's choice, as UniLMv2 §4.1; unused by adamax)
-#   LR=2e-5              peak learning rate (UniLMv2 Table 9 grid: 5e-6, 1e-5, 1.5e-5, 2e-5, 3e-5);
-#                        unilm_v1: 5e-5 (UniLM v1 §3.5)
-#   BATCH=32             examples per update (UniLMv2 Table 9 grid: 16, 32); unilm_v1: 32 (UniLM v1 §3.5)
-#   EPOCHS=10            (UniLMv2 Table 9 grid: 10, 15); unilm_v1: 5, the paper's maximum (UniLM v1 §3.5)
-#   WARMUP_RATIO=0.1     warm-up share of the updates, then linear decay (UniLMv2 Table 9 grid: 0.1, 0.2);
-#                        unilm_v1: 0.1 (UniLM v1 §3.5)
-#   WEIGHT_DECAY=0.01    (UniLMv2 Table 9 grid: 0.01, 0.1); unilm_v1: 0.0 (this project's choice: §3.5 names
-#                        none)
-#   CLIP_NORM=1.0        gradient-norm clipping (UniLM v1 §3.5; for unilmv2 this project's choice, Table 9
-#                        names none)
-#   MAX_POSITIONS=512    inputs truncated to this many tokens (UniLM v1 §3.5; UniLMv2 §4.1's input length)
-#   POOLER_DROPOUT=0.1   dropout of the task's last projection: 0.3 for MNLI, 0.05 for CoLA and SST-2
-#                        (UniLM v1 §3.5; for unilmv2 this project's choice, UniLMv2 names none)
-case "${1:-}" in -h | --help) awk 'NR > 1 && !/^#/ {exit} NR > 1 {sub(/^# ?/, ""); print}' "$0"; exit 0 ;; esac  # usage, before any work
+# Settings: one fairseq-hydra-train config per paper holds every value, each with its source:
+# examples/glue/config/glue_unilmv2.yaml follows UniLMv2 (Bao et al. 2020) Table 9, whose grid is searched per
+# task on the dev sets (the defaults are one point of it, this project's choice), and glue_unilm_v1.yaml
+# follows UniLM v1 (Dong et al. 2019) §3.5. docs/recipes.md tables them and `bash glue.sh -h` lists the one
+# SETTINGS (or MODEL_ARGS) picks. An environment variable of a setting's name overrides it (LR=1e-5,
+# EPOCHS=15). UniLM v1 §3.5's pooler dropout goes by task: POOLER_DROPOUT_MNLI for MNLI,
+# POOLER_DROPOUT_COLA_SST2 for CoLA and SST-2, POOLER_DROPOUT for the others; POOLER_DROPOUT set in the
+# environment applies to every task.
 set -euo pipefail
-[ $# -ge 3 ] || { sed -n '2,17p' "$0"; exit 1; }
-TASK=$1 GLUE_DIR=$2 WORK=$3
-shift 3
-cd "$(dirname "$0")/../.."
-: "${SEED:=1}" "${CPU:=}" "${MODEL_ARGS:=--arch unilmv2_base}"
+# shellcheck source=../common/pairs.sh
+source "$(dirname "${BASH_SOURCE[0]}")/../common/pairs.sh"
+: "${MODEL_ARGS:=--arch unilmv2_base}"
 case $MODEL_ARGS in
   *unilm_v1_*) : "${SETTINGS:=unilm_v1}" ;;
   *) : "${SETTINGS:=unilmv2}" ;;
 esac
-case $SETTINGS in
-  unilm_v1) : "${OPTIMIZER:=adamax}" "${LR:=5e-5}" "${EPOCHS:=5}" "${WEIGHT_DECAY:=0.0}" ;;
-  unilmv2) : "${OPTIMIZER:=adam}" "${LR:=2e-5}" "${EPOCHS:=10}" "${WEIGHT_DECAY:=0.01}" ;;
-  *) echo "SETTINGS must be unilmv2 or unilm_v1, not $SETTINGS" >&2; exit 1 ;;
-esac
-: "${BATCH:=32}" "${WARMUP_RATIO:=0.1}" "${CLIP_NORM:=1.0}" "${MAX_POSITIONS:=512}" "${ADAM_EPS:=1e-6}"
+need_choice SETTINGS unilmv2 unilm_v1
+RECIPE_CONFIGS=("$PAIRS_REPO/examples/glue/config/glue_$SETTINGS.yaml")
+answer_help "$@"  # -h: this header and the settings of that config, before any work
+[ $# -ge 3 ] || { sed -n '2,17p' "$0"; exit 1; }
+TASK=$1 GLUE_DIR=$2 WORK=$3
+shift 3
+cd "$PAIRS_REPO"
+: "${SEED:=1}" "${CPU:=}"
+TASK_POOLER_DROPOUT=${POOLER_DROPOUT:-}  # the environment's, for every task
+read_recipe_config "${RECIPE_CONFIGS[@]}"
 
 case $TASK in
   MNLI) CLASSES=3 ;;
@@ -60,10 +50,9 @@ case $TASK in
   CoLA | SST-2 | MRPC | QQP | QNLI | RTE | WNLI) CLASSES=2 ;;
   *) echo "unknown task $TASK" >&2; exit 1 ;;
 esac
-case $TASK in
-  MNLI) : "${POOLER_DROPOUT:=0.3}" ;;
-  CoLA | SST-2) : "${POOLER_DROPOUT:=0.05}" ;;
-  *) : "${POOLER_DROPOUT:=0.1}" ;;
+case $TASK in  # UniLM v1 §3.5's pooler dropout by task
+  MNLI) POOLER_DROPOUT=${TASK_POOLER_DROPOUT:-$POOLER_DROPOUT_MNLI} ;;
+  CoLA | SST-2) POOLER_DROPOUT=${TASK_POOLER_DROPOUT:-$POOLER_DROPOUT_COLA_SST2} ;;
 esac
 if [ ! -d "$GLUE_DIR" ]; then
   echo "GLUE_DIR $GLUE_DIR: no such directory (the $TASK folder of the GLUE release)" >&2

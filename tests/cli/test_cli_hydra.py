@@ -11,6 +11,8 @@ import torch
 
 from ..helpers.cli import binarize, binarize_pairs, run_cli, train_records
 from ..helpers.squad import write_squad_dir
+from .test_cli_sentence_prediction import WORDS, write_pair_task
+from .test_cli_sentence_prediction import binarize as binarize_sentence_pairs
 
 pytestmark = pytest.mark.slow
 
@@ -154,3 +156,31 @@ def test_squad_config(tmp_path):
     assert cfg["task"]["answerability_head"] is True and cfg["criterion"]["answerability_weight"] == 1.0
     assert cfg["optimization"]["lr"] == [2e-5] and cfg["optimizer"]["weight_decay"] == 0.01
     assert any("squad_answerability_head" in key for key in model)
+
+
+def test_glue_config(tmp_path):
+    """GLUE's UniLM v1 config (Adamax, UniLM v1 §3.5) on a tiny sentence-pair task with a BERT-style
+    vocabulary, the model cut down to unilmv2_tiny; the updates from the environment."""
+    vocab = tmp_path / "vocab.txt"
+    vocab.write_text("\n".join(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", *WORDS]) + "\n")
+    write_pair_task(tmp_path)
+    data = binarize_sentence_pairs(
+        tmp_path,
+        srcdict=vocab,
+        task_args=["--user-dir", "unilm_fairseq", "--task", "unilm_sentence_prediction"],
+    )
+    save = tmp_path / "ckpt"
+    proc = hydra_train(
+        "examples/glue/config",
+        "glue_unilm_v1",
+        save,
+        f"task.data={data}",
+        "model._name=unilmv2_tiny",
+        "task.max_positions=64",
+        env={"STEPS": "2", "WARMUP": "1"},
+    )
+    records = train_records(proc.stdout + proc.stderr)
+    assert [r["num_updates"] for r in records] == [1, 2] and all(r["loss"] > 0 for r in records)
+    cfg, _ = checkpoint_cfg(save)
+    assert cfg["optimizer"]["_name"] == "adamax" and cfg["optimization"]["lr"] == [5e-5]
+    assert cfg["model"]["pooler_dropout"] == 0.1 and cfg["lr_scheduler"]["end_learning_rate"] == 0
