@@ -83,7 +83,7 @@ CONFIG_RECIPES: Dict[str, Tuple[Tuple[Tuple[str, ...], ...], str]] = {
     ),
 }  # fmt: skip
 
-# paths, hardware, selectors and switches: not hyperparameters, so not in the table
+# paths, hardware, selectors and switches: defaults a recipe gives itself, never a setting of its configs
 PLUMBING = {
     "ABLATION", "ARCH", "CASED", "CKPT", "CPU", "DICT", "EVAL_ROUGE", "EXTRA_PREP", "FP16", "FRESH", "GPUS",
     "INIT", "MINUTES", "SOURCE_FIELD", "TARGET_FIELD",
