@@ -10,9 +10,9 @@ import pytest
 import torch
 
 from ..helpers.cli import binarize, binarize_pairs, run_cli, train_records
+from ..helpers.sentence_pairs import WORDS, write_pair_task
+from ..helpers.sentence_pairs import binarize as binarize_sentence_pairs
 from ..helpers.squad import write_squad_dir
-from .test_cli_sentence_prediction import WORDS, write_pair_task
-from .test_cli_sentence_prediction import binarize as binarize_sentence_pairs
 
 pytestmark = pytest.mark.slow
 

@@ -23,6 +23,8 @@ from ..helpers.host_reads import HOST_READS, HostRead, no_host_reads
 from ..helpers.models import make_dictionary, tiny_model
 from ..helpers.palm import batch as palm_batch
 from ..helpers.palm import palm_model
+from ..helpers.pmlm_batches import Task
+from ..helpers.pmlm_batches import batch as pmlm_batch
 from ..helpers.seq2seq import (
     EOS,
     PAD,
@@ -35,8 +37,6 @@ from ..helpers.seq2seq import (
     make_task,
     pairs_dataset,
 )
-from .test_criterion import Task
-from .test_criterion import batch as pmlm_batch
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 

@@ -46,6 +46,10 @@ def test_given_settings_win_then_the_folders_then_the_builtin_ones(tmp_path):
     }  # fmt: skip
     # without a folder file, an output may be as long as the model's target positions, not 200 tokens
     assert hub({}, max_target_positions=32)._decoding_settings(**unset)["max_len_b"] == 32
+    # an s2s-ft task's settled spec holds the limit the checkpoint was fine-tuned with
+    interface = hub({}, max_target_positions=32)
+    interface.task = SimpleNamespace(seq2seq_spec=SimpleNamespace(max_target=20))
+    assert interface._decoding_settings(**unset)["max_len_b"] == 20
 
 
 def write_folder(*args):

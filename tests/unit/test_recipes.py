@@ -678,8 +678,8 @@ def train_commands(stubs, tmp_path, recipe: str, gpus: int) -> List[List[str]]:
 
 
 def glue_train_command(tmp_path, env: Dict[str, str]) -> List[str]:
-    """The arguments of glue.sh's fairseq-train run on RTE (test_recipe_commands' stubs and prepared data)."""
-    from .test_recipe_commands import Scenario, glue_raw, run_scenario
+    """The arguments of glue.sh's fairseq-train run on RTE, through tests/helpers/recipe_stubs.py."""
+    from ..helpers.recipe_stubs import Scenario, glue_raw, run_scenario
 
     files = {"glue/x": "", **glue_raw("input0", "input1", "label")}
     (tmp_path / "glue").mkdir()

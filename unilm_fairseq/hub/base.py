@@ -254,9 +254,11 @@ class UniLMHubInterface(GeneratorHubInterface):
         }
 
     def _target_limit(self) -> int:
-        """The longest output the model was trained for: the target limit of the task's settled spec."""
-        spec = getattr(self.task, "seq2seq_spec", None)
-        return spec.max_target if spec is not None and spec.max_target else 200
+        """The longest output the model was trained for: the target limit of the s2s-ft task's settled spec,
+        or the task's ``--max-target-positions`` (PALM), else 200."""
+        spec = getattr(getattr(self, "task", None), "seq2seq_spec", None)
+        limit = spec.max_target if spec is not None else getattr(self.cfg.task, "max_target_positions", None)
+        return int(limit) if limit else 200
 
     def _generate_tokens(
         self,
