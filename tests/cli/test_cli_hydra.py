@@ -88,12 +88,17 @@ def test_finetune_config(pairs_bin, tmp_path):
     assert cfg["model"]["encoder_embed_dim"] == 384 and cfg["optimizer"]["adam_eps"] == 1e-6
 
 
-def test_unilmv2_pretraining_config(tmp_path):
-    rng = random.Random(1)
+def documents(seed):
+    """A pre-training corpus: 12 documents of 4 random 8-word sentences, an empty line after each."""
+    rng = random.Random(seed)
     lines = []
     for _ in range(12):
         lines += [" ".join(rng.choices([f"w{i}" for i in range(30)], k=8)) for _ in range(4)] + [""]
-    data = binarize(tmp_path, lines)
+    return lines
+
+
+def test_unilmv2_pretraining_config(tmp_path):
+    data = binarize(tmp_path, documents(seed=1))
     save = tmp_path / "ckpt"
     proc = hydra_train("examples/unilmv2_pretrain/config", "pretrain_base", save, f"task.data={data}",
                        "task.tokens_per_sample=64", "model._name=unilmv2_tiny", "optimization.max_update=2",
@@ -110,11 +115,7 @@ def test_unilmv2_pretraining_config(tmp_path):
 
 def test_unilm_v1_pretraining_config(tmp_path):
     """UniLM v1 large's config with its sizes overridden down (the preset keeps its six segment ids)."""
-    rng = random.Random(2)
-    lines = []
-    for _ in range(12):
-        lines += [" ".join(rng.choices([f"w{i}" for i in range(30)], k=8)) for _ in range(4)] + [""]
-    data = binarize(tmp_path, lines)
+    data = binarize(tmp_path, documents(seed=2))
     save = tmp_path / "ckpt"
     sizes = ["+model.encoder_layers=2", "+model.encoder_embed_dim=32", "+model.encoder_ffn_embed_dim=64",
              "+model.encoder_attention_heads=2"]  # fmt: skip
