@@ -1,12 +1,82 @@
 # shellcheck shell=bash
-# The stages the sequence-to-sequence pipelines share (examples/s2s_ft/pipeline.sh, examples/palm/pipeline.sh):
-# prepare checks, preprocess, the update count and batch split, validation on ROUGE, the model folder and
-# scoring. Each works on the pipeline's variables (STAGES, TOKENIZER, VOCAB, DICT, PRETRAINED, GPUS, ...)
-# and its own settings, read from the recipe's config. Sourced, not run.
+# The stages the sequence-to-sequence recipes share (examples/s2s_ft/pipeline.sh, examples/palm/pipeline.sh and
+# the main job, examples/s2s_ft/finetune.sh): the console every step runs through, prepare checks,
+# preprocess, the update count and batch split, validation on ROUGE, the decoding length floor, the checkpoint
+# to decode, the model folder and scoring. Each works on the recipe's variables (STAGES, TOKENIZER, VOCAB,
+# DICT, PRETRAINED, GPUS, ...) and its own settings, read from the recipe's config. Sourced, not run.
 
 SEQ2SEQ_REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 # shellcheck source=examples/common/pairs.sh
 . "$SEQ2SEQ_REPO/examples/common/pairs.sh"
+: "${PYTHON:=python}"  # the python that has unilm_fairseq installed
+
+# The console. Every command is shown before it runs ("+ COMMAND", and added to the command record). Its
+# output goes to the console, unless QUIET_LOGS names a folder (the main job sets WORK_DIR/logs): then a
+# step's whole output goes to QUIET_LOGS/STEP.log, and the console gets the log's last line every 30 s while
+# the step runs, its summary lines (step_summary) after it, and the end of the log if it fails; training
+# shows fairseq's progress and validation lines as they come.
+
+# run_step STEP COMMAND...: run COMMAND as the step STEP
+run_step() {
+  local step=$1
+  shift
+  if [ -z "${QUIET_LOGS:-}" ]; then run_shown "$@"; else run_logged "$QUIET_LOGS/$step.log" "" "$@"; fi
+}
+
+# run_step_to OUT STEP COMMAND...: run_step with COMMAND's standard output in OUT
+run_step_to() {
+  local out=$1 step=$2
+  shift 2
+  if [ -z "${QUIET_LOGS:-}" ]; then run_shown_to "$out" "$@"; else run_logged "$QUIET_LOGS/$step.log" "$out" "$@"; fi
+}
+
+# run_train_step COMMAND...: run fairseq-train (quiet: its whole output in QUIET_LOGS/train.log, its training,
+# validation and closing lines on the console as they come)
+run_train_step() {
+  if [ -z "${QUIET_LOGS:-}" ]; then run_shown "$@"; return; fi
+  local log=$QUIET_LOGS/train.log lines='\| (train_inner|train|valid) \||done training in|Stopping training'
+  mkdir -p "$QUIET_LOGS"
+  show_command "$(shell_words "$@")"
+  if ! "$@" 2>&1 | tee "$log" | { grep --line-buffered -E "$lines" || true; }; then
+    echo "error: $1 failed; the end of $log:" >&2
+    tail -n 20 "$log" >&2
+    exit 1
+  fi
+}
+
+# run_logged LOG OUT COMMAND...: show COMMAND (with "> OUT" when OUT is given), run it with its output in LOG
+# (its standard output in OUT when given), printing LOG's last line every 30 s; on failure, the end of LOG
+run_logged() {
+  local log=$1 out=$2 start=$SECONDS heartbeat status=0
+  shift 2
+  mkdir -p "$(dirname "$log")"
+  if [ -n "$out" ]; then show_command "$(shell_words "$@") > $(shell_words "$out")"; else show_command "$(shell_words "$@")"; fi
+  (
+    trap 'kill "$nap" 2>/dev/null; exit 0' TERM  # its sleep goes too: nothing keeps the console's pipe open
+    while :; do
+      sleep 30 &
+      nap=$!
+      wait "$nap"
+      echo "   ... $(( SECONDS - start )) s: $(tail -n 1 "$log" 2>/dev/null | cut -c1-140)"
+    done
+  ) &
+  heartbeat=$!
+  if [ -n "$out" ]; then "$@" > "$out" 2> "$log" || status=$?; else "$@" > "$log" 2>&1 || status=$?; fi
+  kill "$heartbeat" 2>/dev/null || true
+  wait "$heartbeat" 2>/dev/null || true
+  if [ "$status" != 0 ]; then
+    echo "error: $1 failed (exit $status); the end of $log:" >&2
+    tail -n 20 "$log" >&2
+    exit "$status"
+  fi
+}
+
+# step_summary STEP PATTERN: with QUIET_LOGS, the lines of the step's log that sum it up, without their
+# logging prefix (without QUIET_LOGS the console showed them already)
+step_summary() {
+  if [ -z "${QUIET_LOGS:-}" ]; then return; fi
+  grep -E "$2" "$QUIET_LOGS/$1.log" | sed -E 's/^([0-9-]+ [0-9:,]+ \| )?[A-Z]+( \||:)[^|:]*(\||:) ?/   /' || true
+}
 
 # stage_on NAME: NAME is one of the comma-separated STAGES
 stage_on() {
@@ -40,7 +110,7 @@ need_vocab() {
 # token a line with no counts)
 preprocess_stage() {
   local task=$1 text=$2 bin=$3
-  require_pair_files "$text" "the prepare stage writes it"
+  require_pair_files "$text" "the stage that prepares or tokenizes the text writes it"
   local dict_flags=(--joined-dictionary)
   if [ -f "$DICT" ]; then
     dict_flags=(--srcdict "$DICT" --tgtdict "$DICT")
@@ -48,9 +118,10 @@ preprocess_stage() {
     echo "DICT=$DICT does not exist: fine-tuning needs the pre-trained model's dictionary" >&2
     exit 1
   fi
-  run_shown fairseq-preprocess --user-dir "$SEQ2SEQ_REPO/unilm_fairseq" --task "$task" --source-lang src \
+  run_step binarize fairseq-preprocess --user-dir "$SEQ2SEQ_REPO/unilm_fairseq" --task "$task" --source-lang src \
     --target-lang tgt --trainpref "$text/train" --validpref "$text/valid" --testpref "$text/test" \
     --destdir "$bin" --workers "$WORKERS" "${dict_flags[@]}"
+  step_summary binarize "sents, [0-9]+ tokens"
 }
 
 # training_updates TEXT: STEPS, or the updates EPOCHS passes over TEXT/train.src take in TOTAL_BATCH
@@ -73,11 +144,11 @@ split_batch() {
 
 # eval_rouge_flags: EVAL_ROUGE_FLAGS, fairseq-train's flags for validation that decodes as the test set is
 # decoded (the recipe's BEAM, LENPEN, ...) and keeps the checkpoint with the best ROUGE-L; none with
-# EVAL_ROUGE=0
+# EVAL_ROUGE=0. LENPEN_STYLE, when the recipe has one, is passed; otherwise the task's default holds.
 eval_rouge_flags() {
   EVAL_ROUGE_FLAGS=()
   if [ "$EVAL_ROUGE" = 1 ]; then
-    EVAL_ROUGE_FLAGS+=(--eval-rouge --eval-rouge-detok "$(detok_name)" --lenpen-style "$LENPEN_STYLE")
+    EVAL_ROUGE_FLAGS+=(--eval-rouge --eval-rouge-detok "$(detok_name)" ${LENPEN_STYLE:+--lenpen-style "$LENPEN_STYLE"})
     if [ -n "${NGRAM_EXEMPT:-}" ]; then EVAL_ROUGE_FLAGS+=(--no-repeat-ngram-exempt "$NGRAM_EXEMPT"); fi
     EVAL_ROUGE_FLAGS+=(--eval-rouge-args "$(decoding_json)" --best-checkpoint-metric rouge_l
       --maximize-best-checkpoint-metric)
@@ -100,6 +171,40 @@ decoding_json() {
   printf '"no_repeat_ngram_size": %s}\n' "$NO_REPEAT_NGRAM"
 }
 
+# derive_min_len TRAIN_TGT: unless MIN_LEN is set, the fewest tokens generated is the 5th percentile of the
+# lengths of the tokenized training targets in TRAIN_TGT, at most MAX_LEN_B (this project's rule for a recipe
+# whose config leaves MIN_LEN empty, as the main job's does: MIN_LEN=)
+derive_min_len() {
+  if [ -n "$MIN_LEN" ]; then return; fi
+  if [ ! -s "$1" ]; then
+    echo "error: MIN_LEN is derived from $1 (the tokenize stage writes it): set MIN_LEN" >&2
+    exit 2
+  fi
+  MIN_LEN=$(awk '{print NF}' "$1" | sort -n | awk -v max="$MAX_LEN_B" \
+    '{n[NR] = $1} END {v = n[int(NR * 0.05) + 1]; print (v > max ? max : v)}')
+  echo "== MIN_LEN=$MIN_LEN: the 5th percentile of the training targets' lengths in tokens (set MIN_LEN to choose)"
+}
+
+# decoded_checkpoint SAVE DEFAULT: the checkpoint CKPT names (DEFAULT when unset): best or last, fairseq's
+# checkpoint_best.pt or checkpoint_last.pt in SAVE, or a path
+decoded_checkpoint() {
+  local ckpt=${CKPT:-$2}
+  case $ckpt in
+    best | last) echo "$1/checkpoint_$ckpt.pt" ;;
+    *) echo "$ckpt" ;;
+  esac
+}
+
+# model_arch_flags [MODEL_DIR]: fairseq's architecture flags for a model: --arch ARCH when ARCH is set, else the
+# flags in MODEL_DIR/model_args.txt (which the checkpoint importer writes), else --arch unilmv2_base
+model_arch_flags() {
+  if [ -z "${ARCH:-}" ] && [ -n "${1:-}" ] && [ -f "$1/model_args.txt" ]; then
+    cat "$1/model_args.txt"
+  else
+    echo "--arch ${ARCH:-unilmv2_base}"
+  fi
+}
+
 # write_model_folder SAVE DECODED BIN: the checkpoint folder becomes a model folder that the hub loads with
 # one argument, with its dictionaries, tokenizer and the test set's decoding settings (only when DECODED is
 # a real checkpoint in SAVE, decoded from real files)
@@ -110,7 +215,7 @@ write_model_folder() {
   if [ "$(dirname "$decoded")" = "$save" ] && [ -f "$decoded" ] && [ -f "$bin/dict.src.txt" ]; then
     run_shown "$PYTHON" "$SEQ2SEQ_REPO/scripts/write_model_folder.py" "$save" --dicts "$bin" \
       --checkpoint "$(basename "$decoded")" "${bpe_flags[@]}" --beam "$BEAM" --lenpen "$LENPEN" \
-      --lenpen-style "$LENPEN_STYLE" --min-len "$MIN_LEN" --max-len-b "$MAX_LEN_B" \
+      ${LENPEN_STYLE:+--lenpen-style "$LENPEN_STYLE"} --min-len "$MIN_LEN" --max-len-b "$MAX_LEN_B" \
       --no-repeat-ngram-size "$NO_REPEAT_NGRAM" ${NGRAM_EXEMPT:+--no-repeat-ngram-exempt "$NGRAM_EXEMPT"}
   fi
 }

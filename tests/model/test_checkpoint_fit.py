@@ -1,6 +1,8 @@
 """check_fits: missing, unexpected and reshaped keys, the caller's allowed sets; and every path that
 initialises a model from a checkpoint reports a mismatch through it, in its one format."""
 
+import argparse
+import pickle
 import re
 
 import pytest
@@ -16,7 +18,7 @@ from unilm_fairseq.checkpoint.fitting import (
     load_fitting_state,
     token_table_hint,
 )
-from unilm_fairseq.checkpoint.palm_init import load_palm_weights, load_unilmv2_encoder
+from unilm_fairseq.checkpoint.palm_init import load_palm_weights, load_unilmv2_encoder, palm_arch_flags
 from unilm_fairseq.checkpoint.stage_init import load_encoder_from_checkpoint
 from unilm_fairseq.checkpoint.unilmv2_init import load_pretrained_weights
 from unilm_fairseq.models import palm, unilmv2
@@ -204,6 +206,46 @@ def test_palm_init(tmp_path):
         load_palm_weights(palm_model(dictionary), path)
     assert_format(error.value, path, "this model")
     assert error.value.missing == [palm.SOURCE_POSITION_TABLE]
+
+
+PALM_SIZES = {
+    "arch": "palm_tiny",
+    "encoder_layers": 3,
+    "decoder_layers": 1,
+    "encoder_embed_dim": 32,
+    "activation_fn": "gelu",
+}
+
+
+@pytest.mark.parametrize("layout", ["cfg", "args"])
+def test_palm_arch_flags_are_read_from_either_config_layout(tmp_path, layout):
+    path = str(tmp_path / "palm.pt")
+    config = {"cfg": {"model": PALM_SIZES}, "args": None}
+    if layout == "args":  # fairseq's argparse-era checkpoints
+        config = {"cfg": None, "args": argparse.Namespace(**PALM_SIZES)}
+    torch.save({"model": {"w": torch.zeros(2)}, **config}, path)
+    expected = (
+        "--arch palm_tiny --encoder-layers 3 --decoder-layers 1 --encoder-embed-dim 32 --activation-fn gelu"
+    )
+    assert palm_arch_flags(path) == expected.split()
+
+
+def test_palm_arch_flags_are_none_for_another_model_or_no_config(tmp_path):
+    other, bare = str(tmp_path / "unilmv2.pt"), str(tmp_path / "bare.pt")
+    torch.save({"model": {}, "cfg": {"model": {"_name": "unilmv2_base", "encoder_layers": 6}}}, other)
+    save_checkpoint({"w": torch.zeros(2)}, bare)
+    assert palm_arch_flags(other) == [] and palm_arch_flags(bare) == []
+
+
+class _NotAllowed:  # a class the safe loader's allow-list does not name
+    pass
+
+
+def test_palm_arch_flags_keep_the_safe_loader_on(tmp_path):
+    path = str(tmp_path / "palm.pt")
+    torch.save({"model": {}, "cfg": {"model": PALM_SIZES}, "extra": _NotAllowed()}, path)
+    with pytest.raises(pickle.UnpicklingError):
+        palm_arch_flags(path)
 
 
 def test_palm_init_vocabulary(tmp_path):

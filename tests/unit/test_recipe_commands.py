@@ -81,10 +81,23 @@ OVERRIDES = {
 S2S_ARGS = ("{TMP}/raw", "{TMP}/work")
 # extra fairseq-train flags, one with a space and a quote: passed on as they are
 EXTRA = ("--tensorboard-logdir", "{TMP}/tb dir", "--wandb-project", "it's")
+
+
+def finetune_outputs(work: str) -> Files:
+    """What examples/s2s_ft/finetune.sh's stubbed stages would leave in WORK: the tokenized pairs, the
+    binarized dictionaries and the checkpoint its generate stage decodes (then it writes the model folder)."""
+    return {
+        **text_pairs(f"{work}/text", 100),
+        f"{work}/bin/dict.src.txt": "[PAD] 1\n",
+        f"{work}/checkpoints/checkpoint_best.pt": "",
+    }
+
+
 FINETUNE_FILES = {
     **text_pairs("data", 100),
     **model_folder("work/model"),
     "hf/config.json": "{}",
+    **finetune_outputs("work"),
     "work/text/train.tgt": "a b c d e f\n" * 100,
 }
 
@@ -172,7 +185,7 @@ SCENARIOS = [
              {"CPU": "1", "MODEL_DIR": "{TMP}/hf", "SOURCE_FIELD": "document", "TARGET_FIELD": "summary",
               "MIN_LEN": "3", "STAGES": "tokenize,binarize,train,generate,score"},
              {"rows.jsonl": "{}\n", **text_pairs("work/data", 100), **model_folder("work/model"),
-              "work/text/train.tgt": 100}),
+              **finetune_outputs("work")}),
     Scenario("examples/s2s_ft/demo_austen.sh", "", ("{TMP}/work",), {"S2S_UPDATES": "20"},
              {"work/bin/dict.txt": "a 1\n"}),
     Scenario("examples/s2s_ft/minilm_austen.sh", "", ("{TMP}/work",), {"MINILM_DIR": "{TMP}/hf"},
@@ -221,27 +234,27 @@ SCENARIOS = [
              {"SPM": "{TMP}/spm.model", "LOWERCASE": "0"}, {"glue/x": "", **glue_raw("input0", "label")}),
     # ---------------------------------------------------------- ACLSum (pip install aclsum: a stand-in)
     Scenario("examples/aclsum/demo.sh", "", ("{TMP}/work",), {"CPU": "1", "MODEL_DIR": "{TMP}/hf"},
-             {**text_pairs("work/data", 100), **model_folder("work/start"), "work/run/text/train.tgt": 100}),
+             {**text_pairs("work/data", 100), **model_folder("work/start"), **finetune_outputs("work/run")}),
     Scenario("examples/aclsum/demo.sh", "minilm", ("{TMP}/work", *EXTRA),
              {"CPU": "1", "MODEL_DIR": "{TMP}/hf", "START": "minilm", "TEST_PAIRS": "3", "MAX_SRC": "128"},
              {**text_pairs("work/data", 100), **model_folder("work/run/model"),
-              "work/run/text/train.tgt": 100}),
+              **finetune_outputs("work/run")}),
     Scenario("examples/aclsum/continue_pmlm.sh", "", ("{TMP}/work", *EXTRA),
              {"CPU": "1", "MODEL_DIR": "{TMP}/hf"},
-             {**model_folder("work/model"), **text_pairs("work/data", 100), "work/run/text/train.tgt": 100}),
+             {**model_folder("work/model"), **text_pairs("work/data", 100), **finetune_outputs("work/run")}),
     Scenario("examples/aclsum/run_all.sh", "", ("{TMP}/work",), {"CPU": "1", "MODEL_DIR": "{TMP}/hf"},
              {**text_pairs("work/data", 100),  # prepared already: the prepare step is skipped
               **{name: content for row in ACLSUM_ROWS for name, content in
-                 {**model_folder(f"work/{row}/model"), f"work/{row}/text/train.tgt": 100}.items()},
+                 {**model_folder(f"work/{row}/model"), **finetune_outputs(f"work/{row}")}.items()},
               **model_folder("work/pmlm/model"), **text_pairs("work/pmlm/data", 100),
-              "work/pmlm/run/text/train.tgt": 100}),
+              **finetune_outputs("work/pmlm/run")}),
     # the PAR-only arm (PAR_ONLY=1) would run beside the fine-tuning jobs, in no fixed order: left out
     Scenario("examples/aclsum/pretraining_ablation.sh", "", ("{TMP}/corpus", "{TMP}/work"),
              {"CPU": "1", "DECODE_CPU": "1", "MODEL_DIR": "{TMP}/hf", "PAR_ONLY": "0", "DATASETS": "aclsum",
               "DATA": "{TMP}/data", "FT_UPDATES": "20"},
              {**text_pairs("data", 100), **model_folder("work/model"), "corpus/valid.idx": "",
-              **{f"work/finetune/aclsum-{row}/text/train.tgt": 100
-                 for row in ("minilm", "ae+par-last", "ae-last", "ae-u10")}}),
+              **{name: content for row in ("minilm", "ae+par-last", "ae-last", "ae-u10")
+                 for name, content in finetune_outputs(f"work/finetune/aclsum-{row}").items()}}),
 ]
 # fmt: on
 
@@ -334,3 +347,31 @@ def test_recipe_commands_match_the_golden_file(tmp_path, scenario):
             f"the words that differ (each with the word before it):\n{changed_words(want, got)}"
         )
         pytest.fail(message, pytrace=False)
+
+
+# the shared stages (examples/common/seq2seq_stages.sh) as each sequence-to-sequence pipeline uses them
+PIPELINE_DEFAULTS = {
+    "examples/s2s_ft/cnndm.sh": ({**DEFAULTS, "PRETRAINED": "{TMP}/minilm/model.pt"}, S2S_FILES),
+    "examples/palm/cnndm.sh": ({**DEFAULTS, "PRETRAINED": "{TMP}/minilm/model.pt"}, PALM_FILES),
+}
+
+
+@pytest.mark.parametrize("recipe", sorted(PIPELINE_DEFAULTS))
+def test_quiet_logs_keep_each_step_in_its_log_and_change_no_command(tmp_path, recipe):
+    env, files = PIPELINE_DEFAULTS[recipe]
+    quiet = Scenario(recipe, "defaults", S2S_ARGS, {**env, "QUIET_LOGS": "{TMP}/logs"}, files)
+    got = run_scenario(quiet, str(tmp_path))
+    with open(os.path.join(GOLDEN, scenario_id(quiet) + ".txt"), encoding="utf-8") as f:
+        assert got == f.read()
+    steps = {"binarize", "train", "generate"} | ({"prepare"} if "s2s_ft" in recipe else set())
+    assert {name[: -len(".log")] for name in os.listdir(tmp_path / "logs")} == steps
+    assert "stub | done training in" in (tmp_path / "logs" / "train.log").read_text()
+
+
+@pytest.mark.parametrize("recipe", sorted(PIPELINE_DEFAULTS))
+@pytest.mark.parametrize("ckpt", ["best", "last"])
+def test_ckpt_names_best_or_last(tmp_path, recipe, ckpt):
+    env, files = PIPELINE_DEFAULTS[recipe]
+    commands = run_scenario(Scenario(recipe, "", S2S_ARGS, {**env, "CKPT": ckpt}, files), str(tmp_path))
+    generate = next(line for line in commands.splitlines() if line.startswith("fairseq-generate"))
+    assert f" --path <TMP>/work/checkpoints/checkpoint_{ckpt}.pt " in generate

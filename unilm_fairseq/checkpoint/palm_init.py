@@ -2,8 +2,9 @@
 
 import logging
 import os
-from typing import Any, Callable, Dict, Optional, Tuple
+from typing import Any, Callable, Dict, List, Optional, Tuple
 
+import torch
 from fairseq import checkpoint_utils
 from omegaconf import OmegaConf, open_dict
 from torch import Tensor
@@ -81,6 +82,46 @@ def load_palm_weights(model, path: str, ablation: Optional[str] = None) -> None:
         dropped = [k for k in fit.unexpected if k.startswith(prefix)]
         if dropped:
             logger.info("not loading %s: %d tensors under %s", OPTIONAL_PARTS[prefix], len(dropped), prefix)
+
+
+# the options that make a palm checkpoint's architecture, which fine-tuning from it repeats
+ARCH_OPTIONS = (
+    "encoder_layers",
+    "decoder_layers",
+    "encoder_embed_dim",
+    "encoder_ffn_embed_dim",
+    "decoder_ffn_embed_dim",
+    "encoder_attention_heads",
+    "decoder_attention_heads",
+    "activation_fn",
+    "encoder_layernorm_eps",
+    "copy_attention_dim",
+)
+
+
+def palm_arch_flags(path: str) -> List[str]:
+    """fairseq-train's flags for the architecture of the ``palm`` checkpoint at ``path`` (its ``--arch`` and
+    :data:`ARCH_OPTIONS`); none for a checkpoint of another model. Only the config is read: the weights stay
+    memory-mapped on disk, and the safe ``weights_only`` loader stays on (the allow-list of
+    :mod:`.safe_loading`)."""
+    try:
+        checkpoint = torch.load(path, map_location="cpu", mmap=True, weights_only=True)
+    except RuntimeError:  # torch's legacy format cannot be memory-mapped
+        checkpoint = torch.load(path, map_location="cpu", weights_only=True)
+    model_cfg = (checkpoint.get("cfg") or {}).get("model") or checkpoint.get("args")
+
+    def option(name: str):
+        return model_cfg.get(name) if hasattr(model_cfg, "get") else getattr(model_cfg, name, None)
+
+    arch = (option("arch") or option("_name")) if model_cfg is not None else None
+    if not arch or not str(arch).startswith("palm"):
+        return []
+    flags = ["--arch", str(arch)]
+    for name in ARCH_OPTIONS:
+        value = option(name)
+        if value is not None:
+            flags += ["--" + name.replace("_", "-"), str(value)]
+    return flags
 
 
 # ------------------------------------------------------------------- the encoder from a unilmv2 checkpoint
