@@ -9,11 +9,17 @@ import argparse
 
 import pytest
 import torch
+from fairseq import metrics
 from fairseq.data import data_utils
 
 from unilm_fairseq import seq2seq_layout
 from unilm_fairseq.criterions.ae_par import AEPARCriterion
+from unilm_fairseq.criterions.palm import PALMCriterion
+from unilm_fairseq.criterions.unilm import UniLMCriterion
+from unilm_fairseq.data.pretraining.unilm_cloze_dataset import UniLMClozeDataset
+from unilm_fairseq.data.pretraining.unilm_objectives import NO_NSP, OBJECTIVE_NAMES, SEQ2SEQ
 from unilm_fairseq.data.seq2seq.seq2seq_dataset import Seq2SeqDataset
+from unilm_fairseq.losses import sentence_losses, token_losses
 from unilm_fairseq.models.generation import check_decoding_positions, last_decoding_position
 from unilm_fairseq.modules.transformer import check_positions
 from unilm_fairseq.seq2seq_layout import FinetuneMethod, Seq2SeqSpec
@@ -37,6 +43,7 @@ from ..helpers.seq2seq import (
     make_task,
     pairs_dataset,
 )
+from ..helpers.unilm_v1 import ONLY, PAPER_WEIGHTS, objective_dataset, synthetic_corpus
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 
@@ -82,6 +89,123 @@ def test_ae_par_criterion_forward_reads_nothing_back(options):
         loss, sample_size, log = AEPARCriterion(Task(d))(model, sample)
         loss.backward()
     assert log["ae_tokens"] + log["par_tokens"] == int(sample["ae_mask"].sum() + sample["par_mask"].sum())
+
+
+def reduced(reduce_metrics, logging_outputs):
+    """What ``reduce_metrics`` logs: each average meter's (sum, count), unrounded."""
+    with metrics.aggregate(new_root=True) as agg:
+        reduce_metrics(logging_outputs)
+    return {key: (float(m.sum), float(m.count)) for key, m in agg.items() if hasattr(m, "sum")}
+
+
+def all_reduced(logging_outputs):
+    """The one logging output fairseq's trainer passes on after summing over workers: float64 tensors."""
+    return [{k: torch.as_tensor(sum(log[k] for log in logging_outputs)).double() for k in logging_outputs[0]}]
+
+
+def unilm_batch(weights, n=8):
+    d = make_dictionary()
+    blocks, docs = synthetic_corpus(d, n_docs=3, blocks_per_doc=4)
+    data = UniLMClozeDataset(objective_dataset(blocks, docs, d, weights, seed=4), d, d.index("<mask>"), 4)
+    return d, data.collater([data[i] for i in range(n)])
+
+
+def unilm_total_with_host_counts(model, batch):
+    """The loss as the criterion computed it with its NSP count read back to the host."""
+    predicted = batch["net_input"]["masked_tokens"]
+    logits, extra = model(**batch["net_input"], nsp=True)
+    has_nsp = batch["nsp_target"].ne(NO_NSP)
+    nsp_loss, _ = sentence_losses(extra["nsp_logits"][has_nsp], batch["nsp_target"][has_nsp])
+    count = int(has_nsp.sum())
+    scale = batch["num_masked"] / count if count else 0.0
+    return token_losses(logits, batch["target"][predicted])[0].sum() + scale * nsp_loss.sum()
+
+
+@pytest.mark.parametrize("weights", [PAPER_WEIGHTS, ONLY[SEQ2SEQ]], ids=["nsp", "no_nsp"])
+def test_unilm_criterion_forward_reads_nothing_back(weights):
+    """Counts stay device tensors; the loss and what reduce_metrics logs are those of the host counts."""
+    d, batch = unilm_batch(weights)
+    has_nsp = batch["nsp_target"].ne(NO_NSP)
+    assert has_nsp.any() == (weights is PAPER_WEIGHTS)
+    model = tiny_model(d, num_segments=6).train()
+    model.build_nsp_head()
+    with no_host_reads():
+        loss, sample_size, log = UniLMCriterion(None)(model, batch)
+        loss.backward()
+    with torch.no_grad():  # bit for bit, also without NSP examples, where the NSP term is 0
+        assert torch.equal(loss.detach(), unilm_total_with_host_counts(model, batch))
+    counts = ["nsp_correct", "nsp_examples"] + [f"{name}_tokens" for name in OBJECTIVE_NAMES]
+    assert all(torch.is_tensor(log[key]) for key in counts)
+    masked = batch["net_input"]["masked_tokens"]
+    for i, name in enumerate(OBJECTIVE_NAMES):
+        assert log[f"{name}_tokens"] == int(masked[batch["objective"] == i].sum())
+    assert log["nsp_examples"] == int(has_nsp.sum()) and sample_size == int(masked.sum())
+
+    # two workers' outputs: as the host counts (ints) logged them, as tensors, as fairseq all-reduces them
+    host = [{k: int(v) if k in counts else v for k, v in log.items()}] * 2
+    expected = reduced(UniLMCriterion.reduce_metrics, host)
+    assert ("nsp_acc" in expected) == (weights is PAPER_WEIGHTS)
+    assert reduced(UniLMCriterion.reduce_metrics, [log, log]) == expected
+    summed = reduced(UniLMCriterion.reduce_metrics, all_reduced([log, log]))
+    assert summed.keys() == expected.keys()
+    for key, (total, count) in expected.items():
+        assert summed[key] == (pytest.approx(total, rel=1e-6), count)
+
+
+class PALMTask:
+    """What the palm criterion reads of the palm_pretrain task."""
+
+    def __init__(self, dictionary, stage, mlm_weight=0.0):
+        self.target_dictionary = dictionary
+        self.trains_decoder, self.trains_mlm = stage == 2, stage == 1 or mlm_weight > 0
+        self.cfg = argparse.Namespace(mlm_weight=mlm_weight)
+
+
+def palm_sample(d, masked_positions):
+    src, lengths, prev = palm_batch(d)
+    masked = torch.zeros_like(src, dtype=torch.bool)
+    masked[:, masked_positions] = src[:, masked_positions].ne(d.pad())
+    target = torch.cat([prev[:, 1:], torch.full((len(prev), 1), d.eos())], 1)
+    target[0, -2:] = d.pad()  # a shorter continuation
+    net_input = dict(src_tokens=src, src_lengths=lengths, prev_output_tokens=prev, src_masked_tokens=masked)
+    return {
+        "net_input": net_input,
+        "mlm_target": src.masked_fill(~masked, d.pad()),
+        "target": target,
+        "ntokens": int(target.ne(d.pad()).sum()),
+        "nsentences": len(src),
+        "num_masked": int(masked.sum()),  # the collater's count, on the CPU
+    }
+
+
+@pytest.mark.parametrize(
+    "stage, mlm_weight, masked_positions",
+    [(1, 0.0, [1, 4, 6]), (2, 0.5, [1, 4, 6]), (2, 0.0, []), (2, 0.5, [])],
+)
+def test_palm_criterion_takes_the_masked_count_from_the_batch(stage, mlm_weight, masked_positions):
+    model = palm_model().train()
+    d = model.encoder.dictionary
+    sample = palm_sample(d, masked_positions)
+    criterion = PALMCriterion(PALMTask(d, stage, mlm_weight), label_smoothing=0.1)
+    # fairseq's encoder tests a host flag with bool(), as in test_palm_forward_reads_nothing_back
+    with no_host_reads(tuple(name for name in HOST_READS if name != "__bool__")):
+        loss, sample_size, log = criterion(model, sample)
+        loss.backward()
+    mlm_tokens = int(sample["net_input"]["src_masked_tokens"].sum())
+    assert type(log["mlm_tokens"]) is int and log["mlm_tokens"] == mlm_tokens
+    assert ("mlm_loss" in log) == (stage == 1 or (mlm_weight > 0 and mlm_tokens > 0))
+    assert sample_size == (mlm_tokens if stage == 1 else sample["ntokens"])
+    # two workers' outputs, as logged and as fairseq all-reduces them
+    expected = reduced(PALMCriterion.reduce_metrics, [log, log])
+    assert ("mlm_loss" in expected) == ("mlm_loss" in log) and ("lm_loss" in expected) == (stage == 2)
+    summed = reduced(PALMCriterion.reduce_metrics, all_reduced([log, log]))
+    assert summed.keys() == expected.keys()
+    for key, (total, count) in expected.items():
+        assert summed[key] == (pytest.approx(total, rel=1e-6), count)
+
+    del sample["num_masked"]
+    with pytest.raises(ValueError, match="--criterion palm needs the batch's 'num_masked'"):
+        criterion(model, sample)
 
 
 def test_palm_forward_reads_nothing_back():

@@ -10,6 +10,19 @@ from ..losses import sequence_token_losses, token_losses, weighted_joint_loss
 from .reduce import log_base2, summed
 
 
+def masked_token_count(sample) -> int:
+    """The batch's number of masked context tokens, which the ``palm_pretrain`` collater counts on the CPU.
+
+    Counting ``src_masked_tokens`` here instead would read a device tensor back every step.
+    """
+    if "num_masked" not in sample:
+        raise ValueError(
+            "--criterion palm needs the batch's 'num_masked' (the masked context tokens), "
+            "which the palm_pretrain task's collater sets"
+        )
+    return sample["num_masked"]
+
+
 @dataclass
 class PALMCriterionConfig(FairseqDataclass):
     label_smoothing: float = field(
@@ -39,7 +52,7 @@ class PALMCriterion(FairseqCriterion):
         net_input = sample["net_input"]
         masked = net_input["src_masked_tokens"]  # B x S
         mlm_target = sample["mlm_target"][masked]  # N, row-major like the model's MLM logits
-        mlm_tokens = int(masked.sum())
+        mlm_tokens = masked_token_count(sample)  # a host int: it picks the branch, no device read
         log = {"ntokens": sample["ntokens"], "nsentences": sample["nsentences"], "mlm_tokens": mlm_tokens}
         if not self.task.trains_decoder:
             # through forward (prev_output_tokens None), so distributed wrappers synchronise the gradients

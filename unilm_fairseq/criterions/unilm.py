@@ -2,13 +2,24 @@
 
 from dataclasses import dataclass, field
 
-from fairseq import metrics
+import torch
+from fairseq import metrics, utils
 from fairseq.criterions import FairseqCriterion, register_criterion
 from fairseq.dataclass import FairseqDataclass
 
 from ..data.pretraining.unilm_objectives import NO_NSP, OBJECTIVE_NAMES
 from ..losses import grouped_sums, sentence_losses, token_losses
 from .reduce import log_base2, summed
+
+
+def nsp_scale(sample_size: int, nsp_count: torch.Tensor) -> torch.Tensor:
+    """Masked tokens per NSP example, the weight of the batch's NSP loss sum; ``sample_size`` with none.
+
+    With no NSP example the NSP sum is 0, so the scale's value does not matter there; clamping the
+    count keeps it a device tensor (no host read to test it). ``torch.div`` divides in one rounding,
+    as the host did: ``int / tensor`` would take the tensor's reciprocal first and round twice.
+    """
+    return torch.div(sample_size, nsp_count.clamp(min=1))
 
 
 @dataclass
@@ -28,7 +39,8 @@ class UniLMCriterion(FairseqCriterion):
     ``{bidir,s2s,l2r,r2l}_loss`` per masked token of that objective,
     ``nsp_loss`` per NSP example, ``nsp_acc``; ``nsp_skipped`` counts the
     bidirectional examples without an NSP partner, ``trimmed`` the examples
-    cut to ``--tokens-per-sample``.
+    cut to ``--tokens-per-sample``. The counts stay device tensors in the logging
+    outputs (no host read in forward); ``reduce_metrics`` turns their sums into numbers.
     """
 
     def __init__(self, task, label_smoothing: float = 0.0):
@@ -47,14 +59,14 @@ class UniLMCriterion(FairseqCriterion):
         has_nsp = sample["nsp_target"].ne(NO_NSP)
         nsp_loss, nsp_correct = sentence_losses(extra["nsp_logits"][has_nsp], sample["nsp_target"][has_nsp])
         sample_size = sample["num_masked"]
-        nsp_count = int(has_nsp.sum())
-        nsp_scale = sample_size / nsp_count if nsp_count else 0.0
-        total = loss.sum() + nsp_scale * nsp_loss.sum()
+        nsp_count = has_nsp.sum()
+        total = loss.sum() + nsp_scale(sample_size, nsp_count) * nsp_loss.sum()
         logging_output = {
             "loss": total.data,
             "nll_loss": nll.sum().data,
             "nsp_loss": nsp_loss.sum().data,
-            "nsp_correct": int(nsp_correct.sum()),
+            # counts stay on the device, as in fairseq's masked_lm: reading them here would stall each step
+            "nsp_correct": nsp_correct.sum(),
             "nsp_examples": nsp_count,
             "nsp_skipped": sample["nsp_skipped"],
             "trimmed": sample["trimmed"],
@@ -64,7 +76,7 @@ class UniLMCriterion(FairseqCriterion):
         }
         for i, name in enumerate(OBJECTIVE_NAMES):
             logging_output[f"{name}_loss"] = per_objective[i].data
-            logging_output[f"{name}_tokens"] = int(counts[i])
+            logging_output[f"{name}_tokens"] = counts[i]
         return total, sample_size, logging_output
 
     @staticmethod
@@ -72,18 +84,23 @@ class UniLMCriterion(FairseqCriterion):
         def total(key):
             return summed(logging_outputs, key)
 
+        def number(key):
+            # forward keeps the counts on the device; as host numbers they test for zero and weigh the
+            # meters as its ints did (after fairseq's all-reduce every value is a tensor anyway)
+            return utils.item(total(key))
+
         sample_size = total("sample_size")
         log_base2("loss", total("loss"), sample_size)
         log_base2("nll_loss", total("nll_loss"), sample_size)
         metrics.log_derived("ppl", lambda meters: 2 ** meters["nll_loss"].avg)
         for name in OBJECTIVE_NAMES:
-            count = total(f"{name}_tokens")
+            count = number(f"{name}_tokens")
             if count:
                 log_base2(f"{name}_loss", total(f"{name}_loss"), count)
-        examples = total("nsp_examples")
+        examples = number("nsp_examples")
         if examples:
             log_base2("nsp_loss", total("nsp_loss"), examples)
-            metrics.log_scalar("nsp_acc", total("nsp_correct") / examples, examples, round=3)
+            metrics.log_scalar("nsp_acc", number("nsp_correct") / examples, examples, round=3)
         metrics.log_scalar("nsp_skipped", total("nsp_skipped"), round=1)
         metrics.log_scalar("trimmed", total("trimmed"), round=1)
 
