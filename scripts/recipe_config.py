@@ -2,6 +2,7 @@
 """A recipe's settings, read from the one file that holds them: its fairseq-hydra-train config.
 
     python scripts/recipe_config.py env examples/s2s_ft/config/cnndm.yaml     # shell defaults, for eval
+    python scripts/recipe_config.py get examples/s2s_ft/config/finetune.yaml MAX_SRC   # one value
     python scripts/recipe_config.py help CONFIG [CONFIG...]                   # the -h list, configs merged
     python scripts/recipe_config.py table examples/s2s_ft/config/cnndm.yaml   # the settings, as Markdown
     python scripts/recipe_config.py docs [--check]                            # docs/recipes.md's tables
@@ -181,6 +182,15 @@ def shell_defaults(*paths: str) -> str:
     return "\n".join(lines)
 
 
+def config_value(path: str, name: str) -> str:
+    """The value the config gives the setting ``name`` (its variable or its flag), whatever the environment
+    says: for a script that hands its settings to another recipe and needs one of them first."""
+    for setting in read_settings(path):
+        if name in (setting.variable, setting.name):
+            return setting.value
+    raise ValueError(f"{path} has no setting {name}")
+
+
 def markdown_table(*paths: str) -> str:
     rows = ["| Setting | Recipe | Paper | Source |", "|---|---|---|---|"]
     for setting in merged_settings(paths):
@@ -260,6 +270,9 @@ def main(argv: Optional[List[str]] = None) -> int:
     for name, what in (("env", "shell defaults"), ("table", "a Markdown table"), ("help", "the -h list")):
         command = commands.add_parser(name, help=f"the settings of one or more configs as {what}")
         command.add_argument("config", nargs="+")
+    get = commands.add_parser("get", help="the value one config gives one setting")
+    get.add_argument("config")
+    get.add_argument("name", help="the setting's variable (MAX_SRC), or after --, its flag (-- --adam-eps)")
     docs = commands.add_parser("docs", help="rewrite docs/recipes.md's generated tables")
     docs.add_argument("--check", action="store_true", help="only say whether they are up to date")
     updates = commands.add_parser("updates", help="the updates EPOCHS passes over TRAIN_FILE take")
@@ -282,6 +295,8 @@ def main(argv: Optional[List[str]] = None) -> int:
     try:
         if args.command == "env":
             print(shell_defaults(*args.config))
+        elif args.command == "get":
+            print(config_value(args.config, args.name))
         elif args.command == "table":
             print(markdown_table(*args.config))
         elif args.command == "help":

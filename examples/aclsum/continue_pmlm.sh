@@ -7,7 +7,7 @@
 #   bash examples/aclsum/continue_pmlm.sh [WORK_DIR] [extra fairseq-train flags for the pmlm stage]
 #
 # Settings (environment; default in brackets): PMLM_UPDATES [150], PMLM_LR [2e-4], PMLM_BATCH [16],
-# PMLM_TOKENS (tokens per pre-training example) [256], MAX_SRC [256], CPU (1: stay on the CPU even if
+# PMLM_TOKENS (tokens per pre-training example) [256], MAX_SRC [finetune.sh's], CPU (1: stay on the CPU even if
 # CUDA is available) [1 when no GPU is visible]; the fine-tuning settings are
 # examples/s2s_ft/finetune.sh's (UPDATES, LR, BATCH, ...). The pre-training text never holds a summary or
 # a test paper. Objective and masking follow UniLMv2 (Bao et al. 2020, Algorithm 1 and §4.1: 15% masked,
@@ -20,9 +20,9 @@ set -euo pipefail
 REPO=$(cd "$(dirname "$0")/../.." && pwd)
 WORK=${1:-work/aclsum-pmlm}
 shift $(( $# > 0 ? 1 : 0 ))
-: "${PMLM_UPDATES:=150}" "${PMLM_LR:=2e-4}" "${PMLM_BATCH:=16}" "${PMLM_TOKENS:=256}" "${MAX_SRC:=256}"
+: "${PMLM_UPDATES:=150}" "${PMLM_LR:=2e-4}" "${PMLM_BATCH:=16}" "${PMLM_TOKENS:=256}"
 : "${CPU:=$(python -c 'import torch; print(0 if torch.cuda.is_available() else 1)')}"
-export MAX_SRC CPU
+export CPU
 DEVICE=()
 if [ "$CPU" = 1 ]; then DEVICE=(--cpu); fi
 run() {
@@ -31,6 +31,8 @@ run() {
 }
 # shellcheck source=examples/aclsum/common.sh
 . "$REPO/examples/aclsum/common.sh"
+: "${MAX_SRC:=$(main_job_setting MAX_SRC)}"
+export MAX_SRC
 aclsum_require_inputs
 USER_DIR=$REPO/unilm_fairseq
 MODEL=$WORK/model

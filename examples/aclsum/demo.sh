@@ -8,7 +8,7 @@
 #
 #   bash examples/aclsum/demo.sh [WORK_DIR] [extra fairseq-train flags]
 #
-# MAX_SRC (source positions, default 256) sets the source budget; TEST_PAIRS (default: all 300) keeps only
+# MAX_SRC (source positions, default finetune.sh's) sets the source budget; TEST_PAIRS (default: all 300) keeps only
 # the first N test pairs (a smoke run: CI runs UPDATES=2 TEST_PAIRS=10); every other setting (UPDATES,
 # MINUTES, LR, BATCH, BEAM, ...) is examples/s2s_ft/finetune.sh's, which does the work. START picks the
 # starting weights: continued (default: the MiniLM after 822 updates of PMLM pre-training, AE objective, on
@@ -18,8 +18,7 @@ case "${1:-}" in -h | --help) sed -n '2,15p' "$0"; exit 0 ;; esac  # usage, befo
 REPO=$(cd "$(dirname "$0")/../.." && pwd)
 WORK=${1:-work/aclsum}
 shift $(( $# > 0 ? 1 : 0 ))
-: "${MAX_SRC:=256}" "${TEST_PAIRS:=}" "${START:=continued}"
-export MAX_SRC
+: "${TEST_PAIRS:=}" "${START:=continued}"
 if [ "$START" != continued ] && [ "$START" != minilm ]; then
   echo "error: START=$START must be one of: continued minilm" >&2
   exit 2
@@ -32,6 +31,8 @@ start=$(date +%s)
 
 # shellcheck source=examples/aclsum/common.sh
 . "$REPO/examples/aclsum/common.sh"
+: "${MAX_SRC:=$(main_job_setting MAX_SRC)}"
+export MAX_SRC
 aclsum_require_inputs
 
 echo "== ACLSum -> aspect-conditioned pairs (source: aspect, abstract, introduction up to $MAX_SRC positions)"

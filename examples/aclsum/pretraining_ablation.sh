@@ -11,7 +11,7 @@
 # MINUTES, LR, BATCH, TOKENS, VALID_EVERY, ...) for the pre-training: ARMS ["ae,par ae"] run in turn, the
 # first for UPDATES or MINUTES, the others to equal updates and equal wall clock; PAR_ONLY [1] adds a
 # PAR-only arm at the first arm's updates (its time is not compared: it trains beside the first
-# fine-tuning rows). Fine-tuning: finetune.sh's settings (UPDATES is renamed FT_UPDATES here [250]);
+# fine-tuning rows). Fine-tuning: finetune.sh's settings (UPDATES is renamed FT_UPDATES here [finetune.sh's]);
 # PARALLEL [1] rows at a time; DATASETS ["aclsum docstrings"]: ACLSum (scripts/prepare_aclsum.py; DATA
 # gives a prepared folder) and Python code -> docstring summary (scripts/prepare_code_docstrings.py, with
 # MIN_LEN=5 MAX_LEN=32, the 5th and about the 95th percentile of its training targets' lengths);
@@ -31,8 +31,11 @@ fi
 REPO=$(cd "$(dirname "$0")/../.." && pwd)
 CORPUS=$1
 WORK=${2:-work/pretraining-ablation}
-: "${PARALLEL:=1}" "${MAX_SRC:=256}" "${FT_UPDATES:=250}" "${PAR_ONLY:=1}" "${DATASETS:=aclsum docstrings}"
+: "${PARALLEL:=1}" "${PAR_ONLY:=1}" "${DATASETS:=aclsum docstrings}"
 : "${DECODE_CPU:=$(python -c 'import torch; print(1 if torch.cuda.is_available() else 0)')}"
+# shellcheck source=examples/aclsum/common.sh
+. "$REPO/examples/aclsum/common.sh"
+: "${MAX_SRC:=$(main_job_setting MAX_SRC)}" "${FT_UPDATES:=$(main_job_setting UPDATES)}"
 export MAX_SRC
 if ! [[ $PARALLEL =~ ^[1-9][0-9]*$ ]]; then echo "error: PARALLEL=$PARALLEL must be a positive whole number" >&2; exit 2; fi
 for name in PAR_ONLY DECODE_CPU; do
@@ -41,8 +44,6 @@ done
 for dataset in $DATASETS; do
   case "$dataset" in aclsum | docstrings) ;; *) echo "error: DATASETS: '$dataset' is none of aclsum docstrings" >&2; exit 2 ;; esac
 done
-# shellcheck source=examples/aclsum/common.sh
-. "$REPO/examples/aclsum/common.sh"
 if [ -z "${DATA:-}" ] || [ -z "${MODEL_DIR:-}" ]; then aclsum_require_inputs; fi
 mkdir -p "$WORK/finetune"
 declare -A DATA_OF

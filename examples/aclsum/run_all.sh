@@ -23,11 +23,12 @@ if [ ${#ROWS[@]} -eq 0 ]; then
         causal-random pmlm pseudo_masked-pretrained-u100 pseudo_masked-pretrained-u400
         pseudo_masked-pretrained-u1200)
 fi
-: "${PARALLEL:=1}" "${MAX_SRC:=256}"
-export MAX_SRC
+: "${PARALLEL:=1}"
 mkdir -p "$WORK"
 # shellcheck source=examples/aclsum/common.sh
 . "$REPO/examples/aclsum/common.sh"
+: "${MAX_SRC:=$(main_job_setting MAX_SRC)}"
+export MAX_SRC
 aclsum_require_inputs
 if [ ! -f "$WORK/data/test.tgt" ]; then
   python "$REPO/scripts/prepare_aclsum.py" --output "$WORK/data" --wordpiece-vocab "$MODEL_DIR/vocab.txt" \

@@ -265,9 +265,25 @@ def test_the_config_reader_reads_annotations_and_the_recipe_block(tmp_path):
     proc = subprocess.run(["bash", "-c", "QG_SEP=x; LR=; eval \"$1\"; echo \"$QG_SEP $LR $NGRAM_EXEMPT.\"",
                            "-", "\n".join(env)], capture_output=True, text=True)  # fmt: skip
     assert proc.stdout == "x 7e-5 .\n", proc.stderr
+    assert module.config_value(str(config), "MAX_SRC") == "608"  # the config's, whatever the environment says
+    assert module.config_value(str(config), "--adam-betas") == "(0.9, 0.999)"
+    with pytest.raises(ValueError, match="no setting BEAM"):
+        module.config_value(str(config), "BEAM")
     config.write_text("task:\n  #: MAX_SRC | 608 | UniLMv2 Table 10\n\n  other: 1\n")
     with pytest.raises(ValueError, match="right above"):
         module.read_settings(str(config))
+
+
+@pytest.mark.parametrize("script", sorted(glob.glob(os.path.join(REPO, "examples", "aclsum", "*.sh"))))
+def test_the_aclsum_scripts_take_the_main_jobs_settings_from_its_config(script):
+    """They hand the work to examples/s2s_ft/finetune.sh; what they need of its settings first (MAX_SRC,
+    the fine-tuning updates) they read from its config, and restate none."""
+    settings = recipe_config().read_settings(
+        os.path.join(REPO, "examples", "s2s_ft", "config", "finetune.yaml")
+    )
+    names = {s.variable for s in settings}
+    restated = [name for name in recipe_defaults(read(script)) if name in names]
+    assert not restated, f"{script} restates {restated}, which examples/s2s_ft/config/finetune.yaml holds"
 
 
 def test_the_configs_of_one_recipe_say_a_shared_setting_alike(tmp_path):
