@@ -142,6 +142,67 @@ split_batch() {
   UPDATE_FREQ=$(( TOTAL_BATCH / per_step ))
 }
 
+# train_stage BIN SAVE TASK UPDATES WARMUP [FLAG...]: fairseq-train on BIN for TASK, into SAVE, as every
+# sequence-to-sequence recipe trains: the model of ARCH_FLAGS (an array), the recipe's positions, Adam
+# with its epsilon, weight decay and clipping, the learning rate's linear warm-up over WARMUP updates and
+# its linear decay to 0 at UPDATES (s2s-ft Table 7's schedule), no epoch checkpoints, the recipe's seed,
+# --fp16 with FP16=1; then the FLAGs: the task's criterion and options, the recipe's batching, checkpoints
+# and validation, and the flags the user gave the recipe (last, so that they win)
+train_stage() {
+  local bin=$1 save=$2 task=$3 updates=$4 warmup=$5 precision=()
+  shift 5
+  if [ "${FP16:-0}" = 1 ]; then precision=(--fp16); fi
+  run_train_step fairseq-train "$bin" --user-dir "$SEQ2SEQ_REPO/unilm_fairseq" --task "$task" "${ARCH_FLAGS[@]}" \
+    --max-source-positions "$MAX_SRC" --max-target-positions "$MAX_TGT" \
+    --optimizer adam --adam-betas '(0.9, 0.999)' --adam-eps "$ADAM_EPS" --weight-decay "$WEIGHT_DECAY" \
+    --clip-norm "$CLIP_NORM" --lr "$LR" --lr-scheduler polynomial_decay --warmup-updates "$warmup" \
+    --total-num-update "$updates" --max-update "$updates" \
+    --save-dir "$save" --no-epoch-checkpoints --seed "$SEED" --log-format simple \
+    ${precision[@]+"${precision[@]}"} "$@"
+}
+
+# paper_train_stage TEXT BIN SAVE TASK [FLAG...]: train_stage as the paper recipes train (s2s-ft's and
+# PALM's): STEPS updates, or those EPOCHS passes over TEXT's training pairs take; WARMUP warm-up updates, or
+# WARMUP_PERCENT of them; TOTAL_BATCH examples per update, split over the GPUs (split_batch); DROPOUT; a
+# checkpoint every SAVE_INTERVAL updates, the last 5 kept; validation on ROUGE (eval_rouge_flags). The
+# FLAGs are the task's; TRAIN_USER_FLAGS (an array), the flags the user gave the recipe, go last
+paper_train_stage() {
+  local text=$1 bin=$2 save=$3 task=$4 updates warmup
+  shift 4
+  updates=$(training_updates "$text")
+  warmup=${WARMUP:-$(( updates * WARMUP_PERCENT / 100 ))}
+  split_batch
+  eval_rouge_flags
+  echo "training: $updates updates ($warmup warm-up) of $TOTAL_BATCH examples" \
+    "= $GPUS GPUs x $BATCH_PER_GPU x update-freq $UPDATE_FREQ" >&2
+  train_stage "$bin" "$save" "$task" "$updates" "$warmup" "$@" \
+    --batch-size "$BATCH_PER_GPU" --update-freq "$UPDATE_FREQ" --dropout "$DROPOUT" \
+    --attention-dropout "$DROPOUT" --save-interval-updates "$SAVE_INTERVAL" --keep-interval-updates 5 \
+    --log-interval 100 ${EVAL_ROUGE_FLAGS[@]+"${EVAL_ROUGE_FLAGS[@]}"} \
+    ${TRAIN_USER_FLAGS[@]+"${TRAIN_USER_FLAGS[@]}"}
+}
+
+# generate_stage BIN SAVE TASK DECODED OUT [FLAG...]: fairseq-generate on BIN's test split with the
+# checkpoint DECODED, its output in OUT, as every sequence-to-sequence recipe decodes: the recipe's
+# positions, test batch, beam, length penalty (LENPEN_STYLE when the recipe has one), n-gram blocking
+# (NGRAM_EXEMPT's exemptions when set), fewest and most tokens (a fixed length: --max-len-a 0),
+# sentencepiece undone with TOKENIZER=spm, --fp16 with FP16=1, then the FLAGs; then the model folder
+generate_stage() {
+  local bin=$1 save=$2 task=$3 decoded=$4 out=$5 flags=()
+  shift 5
+  if [ "$TOKENIZER" = spm ]; then flags+=(--post-process sentencepiece); fi
+  if [ "${FP16:-0}" = 1 ]; then flags+=(--fp16); fi
+  if [ -n "${NGRAM_EXEMPT:-}" ]; then flags+=(--no-repeat-ngram-exempt "$NGRAM_EXEMPT"); fi
+  run_step_to "$out" generate fairseq-generate "$bin" --user-dir "$SEQ2SEQ_REPO/unilm_fairseq" --task "$task" \
+    --path "$decoded" --max-source-positions "$MAX_SRC" --max-target-positions "$MAX_TGT" \
+    --gen-subset test --batch-size "$GEN_BATCH" \
+    --beam "$BEAM" --lenpen "$LENPEN" ${LENPEN_STYLE:+--lenpen-style "$LENPEN_STYLE"} \
+    --no-repeat-ngram-size "$NO_REPEAT_NGRAM" --min-len "$MIN_LEN" --max-len-a 0 --max-len-b "$MAX_LEN_B" \
+    ${flags[@]+"${flags[@]}"} "$@"
+  step_summary generate "Translated [0-9]+ sentences"
+  write_model_folder "$save" "$decoded" "$bin"
+}
+
 # eval_rouge_flags: EVAL_ROUGE_FLAGS, fairseq-train's flags for validation that decodes as the test set is
 # decoded (the recipe's BEAM, LENPEN, ...) and keeps the checkpoint with the best ROUGE-L; none with
 # EVAL_ROUGE=0. LENPEN_STYLE, when the recipe has one, is passed; otherwise the task's default holds.

@@ -100,7 +100,6 @@ palm_main() {
   need_choice EVAL_ROUGE 0 1
   default_vocab "$model_dir"
   local text=$work/text bin=$work/bin save=$work/checkpoints gen=$work/gen.out
-  local user_dir=$PALM_REPO/unilm_fairseq
   mkdir -p "$work"
   if stage_on prepare; then record_start "$work/commands.sh"; else record_start -a "$work/commands.sh"; fi
 
@@ -115,67 +114,40 @@ palm_main() {
 
   if stage_on preprocess; then preprocess_stage palm_seq2seq "$text" "$bin"; fi
 
-  local model_flags=() arch_flags=(--arch "$ARCH")
-  if [ "$NO_COPY" = 1 ]; then model_flags+=(--no-copy); fi
+  ARCH_FLAGS=(--arch "$ARCH")
   if [ "$imported" = 1 ]; then  # the encoder's sizes from the importer's flags; the decoder follows them
     local words i
     read -r -a words < "$model_dir/model_args.txt"
     for (( i = 0; i + 1 < ${#words[@]}; i++ )); do
       case ${words[i]} in
         --encoder-layers | --encoder-embed-dim | --encoder-ffn-embed-dim | --encoder-attention-heads \
-          | --activation-fn) arch_flags+=("${words[i]}" "${words[i + 1]}") ;;
+          | --activation-fn) ARCH_FLAGS+=("${words[i]}" "${words[i + 1]}") ;;
       esac
     done
   fi
   if stage_on train; then
-    local steps
-    steps=$(training_updates "$text")
-    split_batch
-    eval_rouge_flags
     if [ "$imported" = 0 ] && [ -z "$arch_given" ] && [ -f "$PRETRAINED" ]; then
       local own
       own=$("$PYTHON" -c 'import sys; from unilm_fairseq.checkpoint.palm_init import palm_arch_flags
 print(" ".join(palm_arch_flags(sys.argv[1])))' "$PRETRAINED")
-      if [ -n "$own" ]; then read -r -a arch_flags <<< "$own"; fi
+      if [ -n "$own" ]; then read -r -a ARCH_FLAGS <<< "$own"; fi
     fi
-    local train_flags=("${model_flags[@]}")
+    local train_flags=(--criterion label_smoothed_cross_entropy --label-smoothing "$LABEL_SMOOTHING"
+      --report-accuracy --truncate-source --required-batch-size-multiple 1 --skip-invalid-size-inputs-valid-test)
+    if [ "$NO_COPY" = 1 ]; then train_flags+=(--no-copy); fi
     if [ "$imported" = 1 ]; then
       train_flags+=(--pretrained-encoder "$PRETRAINED")
     elif [ -n "$PRETRAINED" ]; then
       train_flags+=(--pretrained-checkpoint "$PRETRAINED")
     fi
     if [ "$ABLATION" != none ]; then train_flags+=(--pretrained-ablation "$ABLATION"); fi
-    if [ "$FP16" = 1 ]; then train_flags+=(--fp16); fi
-    train_flags+=(${EVAL_ROUGE_FLAGS[@]+"${EVAL_ROUGE_FLAGS[@]}"})
-    echo "training: $steps updates ($WARMUP warm-up) of $TOTAL_BATCH examples" \
-      "= $GPUS GPUs x $BATCH_PER_GPU x update-freq $UPDATE_FREQ" >&2
-    run_train_step fairseq-train "$bin" --user-dir "$user_dir" --task palm_seq2seq "${arch_flags[@]}" \
-      --criterion label_smoothed_cross_entropy --label-smoothing "$LABEL_SMOOTHING" --report-accuracy \
-      --max-source-positions "$MAX_SRC" --max-target-positions "$MAX_TGT" --truncate-source \
-      --optimizer adam --adam-betas '(0.9, 0.999)' --adam-eps "$ADAM_EPS" --weight-decay "$WEIGHT_DECAY" \
-      --clip-norm "$CLIP_NORM" --lr "$LR" --lr-scheduler polynomial_decay --warmup-updates "$WARMUP" \
-      --total-num-update "$steps" --max-update "$steps" \
-      --batch-size "$BATCH_PER_GPU" --update-freq "$UPDATE_FREQ" \
-      --required-batch-size-multiple 1 \
-      --dropout "$DROPOUT" --attention-dropout "$DROPOUT" --skip-invalid-size-inputs-valid-test \
-      --save-dir "$save" --save-interval-updates "$SAVE_INTERVAL" --keep-interval-updates 5 \
-      --no-epoch-checkpoints --seed "$SEED" --log-format simple --log-interval 100 \
-      ${train_flags[@]+"${train_flags[@]}"} "$@"
+    TRAIN_USER_FLAGS=("$@")
+    paper_train_stage "$text" "$bin" "$save" palm_seq2seq "${train_flags[@]}"
   fi
 
   if stage_on generate; then
-    local gen_flags=() decoded
-    decoded=$(decoded_checkpoint "$save" best)
-    if [ "$TOKENIZER" = spm ]; then gen_flags+=(--post-process sentencepiece); fi
-    if [ "$FP16" = 1 ]; then gen_flags+=(--fp16); fi
-    run_step_to "$gen" generate fairseq-generate "$bin" --user-dir "$user_dir" --task palm_seq2seq \
-      --path "$decoded" --max-source-positions "$MAX_SRC" \
-      --max-target-positions "$MAX_TGT" --truncate-source --gen-subset test --batch-size "$GEN_BATCH" \
-      --beam "$BEAM" --lenpen "$LENPEN" --lenpen-style "$LENPEN_STYLE" \
-      --no-repeat-ngram-size "$NO_REPEAT_NGRAM" --min-len "$MIN_LEN" \
-      --max-len-a 0 --max-len-b "$MAX_LEN_B" --required-batch-size-multiple 1 --scoring rouge \
-      ${gen_flags[@]+"${gen_flags[@]}"}
-    write_model_folder "$save" "$decoded" "$bin"
+    generate_stage "$bin" "$save" palm_seq2seq "$(decoded_checkpoint "$save" best)" "$gen" --truncate-source \
+      --required-batch-size-multiple 1 --scoring rouge
   fi
 
   if stage_on score; then score_stage "$work" "$save"; fi

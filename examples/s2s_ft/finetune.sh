@@ -27,7 +27,8 @@
 #               higher in about 13 minutes (docs/results.md, the budget curve)
 #   BATCH       pairs per update     LR  peak learning rate     WARMUP  warm-up updates
 #   MAX_SRC     source positions, [SOS]/[EOS] included (longer sources are cut)
-#   MAX_TGT     target positions, [EOS] included
+#   MAX_TGT     target positions, [EOS] included (decoding takes both limits too)
+#   ADAM_EPS  WEIGHT_DECAY  CLIP_NORM (gradient clipping): s2s-ft Table 7's 1e-6, 0.01, 1.0
 #   BEAM  LENPEN  MAX_LEN (most tokens generated)  NO_REPEAT_NGRAM (n-gram blocking)
 #   GEN_BATCH   test pairs per generation batch
 # The others:
@@ -48,9 +49,10 @@
 #   FRESH       1: delete WORK_DIR/checkpoints and train from the start; 0: a re-run resumes from
 #               checkpoint_last.pt there, as fairseq-train does, so an interrupted run goes on [0]
 #   CPU         1: train and generate on the CPU even if CUDA is available [1 when no GPU is visible]
-# Fixed (the config names each with its source): label smoothing 0.1, Adam betas (0.9, 0.999) and eps
-# 1e-6, weight decay 0.01, gradient clipping 1.0 (s2s-ft Table 7), dropout 0.1 (the model's own). The
-# masked method's target mask probability is the task's --target-mask-prob (0.5, inside Table 7's 40-70%).
+# Fixed (the config names each with its source): label smoothing 0.1, Adam betas (0.9, 0.999) (s2s-ft
+# Table 7), dropout 0.1 (the model's own). The masked method's target mask probability is the task's
+# --target-mask-prob (0.5, inside Table 7's 40-70%). The steps run through the stages the s2s-ft and PALM
+# recipes share (examples/common/seq2seq_stages.sh), with each step's output in WORK_DIR/logs.
 set -euo pipefail
 REPO=$(cd "$(dirname "$0")/../.." && pwd)
 # shellcheck source=examples/common/seq2seq_stages.sh
@@ -164,6 +166,7 @@ QUIET_LOGS=$WORK/logs  # each step's whole output in WORK_DIR/logs/STEP.log (exa
 mkdir -p "$QUIET_LOGS"
 MODEL=$WORK/model
 DICT=$MODEL/dict.txt VOCAB=$MODEL/dict.txt TOKENIZER=wordpiece WORKERS=2
+FP16=0  # full precision, as its settings were measured (on the CPU: CPU=1)
 TEXT=$WORK/text BIN=$WORK/bin SAVE=$WORK/checkpoints
 DEVICE=()
 if [ "$CPU" = 1 ]; then DEVICE=(--cpu); fi
@@ -209,10 +212,11 @@ fi
 
 if stage_on train; then
   echo "== fine-tune: $METHOD, $UPDATES updates of $BATCH pairs, lr $LR, init $INIT"
-  read -r -a model_args <<< "$(model_arch_flags "$(dirname "$CHECKPOINT")")"
-  if [ "$INIT" = pretrained ]; then model_args+=(--pretrained-checkpoint "$CHECKPOINT"); fi
-  time_args=()
-  if [ -n "$MINUTES" ]; then time_args=(--stop-time-hours "$("$PYTHON" -c "print($MINUTES / 60)")"); fi
+  read -r -a ARCH_FLAGS <<< "$(model_arch_flags "$(dirname "$CHECKPOINT")")"
+  train_flags=(--finetune-method "$METHOD")
+  if [ "$INIT" = pretrained ]; then train_flags+=(--pretrained-checkpoint "$CHECKPOINT"); fi
+  train_flags+=(--criterion unilm_seq2seq --label-smoothing 0.1 --batch-size "$BATCH" --required-batch-size-multiple 1)
+  if [ -n "$MINUTES" ]; then train_flags+=(--stop-time-hours "$("$PYTHON" -c "print($MINUTES / 60)")"); fi
   if [ "$FRESH" = 1 ]; then
     rm -rf "$SAVE"
   elif [ -f "$SAVE/checkpoint_last.pt" ]; then
@@ -221,19 +225,11 @@ if stage_on train; then
   fi
   if [ "$EVAL_ROUGE" = 1 ]; then derive_min_len "$TEXT/train.tgt"; fi
   eval_rouge_flags  # validation decodes with the test settings; the best checkpoint by ROUGE-L
-  run_train_step fairseq-train "$BIN" --user-dir "$REPO/unilm_fairseq" --task unilm_seq2seq \
-    --finetune-method "$METHOD" "${model_args[@]}" \
-    --criterion unilm_seq2seq --label-smoothing 0.1 \
-    --max-source-positions "$MAX_SRC" --max-target-positions "$MAX_TGT" \
-    --batch-size "$BATCH" --required-batch-size-multiple 1 \
-    --optimizer adam --adam-betas '(0.9, 0.999)' --adam-eps 1e-6 --weight-decay 0.01 --clip-norm 1.0 \
-    --lr "$LR" --lr-scheduler polynomial_decay --warmup-updates "$WARMUP" \
-    --total-num-update "$UPDATES" --max-update "$UPDATES" ${time_args[@]+"${time_args[@]}"} \
-    --save-dir "$SAVE" --no-epoch-checkpoints --save-interval 1000 --validate-interval 1000 \
-    --save-interval-updates "$VALID_EVERY" --validate-interval-updates "$VALID_EVERY" --keep-interval-updates 1 \
-    --seed "$SEED" --num-workers 0 \
-    --log-format simple --log-interval 5 ${DEVICE[@]+"${DEVICE[@]}"} "$@" \
-    ${EVAL_ROUGE_FLAGS[@]+"${EVAL_ROUGE_FLAGS[@]}"}
+  # validated and saved every VALID_EVERY updates, the newest kept; the best by validation is kept too
+  train_stage "$BIN" "$SAVE" unilm_seq2seq "$UPDATES" "$WARMUP" "${train_flags[@]}" --save-interval 1000 \
+    --validate-interval 1000 --save-interval-updates "$VALID_EVERY" --validate-interval-updates "$VALID_EVERY" \
+    --keep-interval-updates 1 --num-workers 0 --log-interval 5 ${DEVICE[@]+"${DEVICE[@]}"} \
+    ${EVAL_ROUGE_FLAGS[@]+"${EVAL_ROUGE_FLAGS[@]}"} "$@"
 fi
 
 if stage_on generate; then
@@ -241,18 +237,11 @@ if stage_on generate; then
   derive_min_len "$TEXT/train.tgt"
   echo "== generate the test set with $decoded: beam $BEAM, length penalty $LENPEN," \
     "no repeated ${NO_REPEAT_NGRAM}-grams"
-  run_step_to "$WORK/generate-test.out" generate fairseq-generate "$BIN" --user-dir "$REPO/unilm_fairseq" \
-    --task unilm_seq2seq --path "$decoded" --gen-subset test \
-    --beam "$BEAM" --lenpen "$LENPEN" --no-repeat-ngram-size "$NO_REPEAT_NGRAM" \
-    --min-len "$MIN_LEN" --max-len-a 0 --max-len-b "$MAX_LEN_B" \
-    --batch-size "$GEN_BATCH" \
-    --bpe wordpiece --wordpiece-vocab "$VOCAB" --scoring rouge \
-    --log-format simple --log-interval 1 ${DEVICE[@]+"${DEVICE[@]}"}
-  step_summary generate "Translated [0-9]+ sentences"
-  echo "   $(tail -1 "$WORK/generate-test.out")"
   # the checkpoint folder becomes a model folder: UniLMModel.from_pretrained(WORK_DIR/checkpoints) loads it
   # with its dictionaries, tokenizer and these decoding settings, and generates from text
-  write_model_folder "$SAVE" "$decoded" "$BIN"
+  generate_stage "$BIN" "$SAVE" unilm_seq2seq "$decoded" "$WORK/generate-test.out" --bpe wordpiece \
+    --wordpiece-vocab "$VOCAB" --scoring rouge --log-format simple --log-interval 1 ${DEVICE[@]+"${DEVICE[@]}"}
+  echo "   $(tail -1 "$WORK/generate-test.out")"
 fi
 
 if stage_on score; then

@@ -78,13 +78,11 @@ s2s_ft_main() {
   : "${SEED:=1}" "${WORKERS:=8}" "${SCORING:=rouge}" "${EXTRA_PREP:=}" "${EVAL_ROUGE:=1}"
   need_choice EVAL_ROUGE 0 1
   need_choice TOKENIZER wordpiece spm none
-  local arch_flags
-  read -r -a arch_flags <<< "$(model_arch_flags "${PRETRAINED:+$model_dir}")"
+  read -r -a ARCH_FLAGS <<< "$(model_arch_flags "${PRETRAINED:+$model_dir}")"
   default_vocab "$model_dir"
   local FORMAT=$name TASK_PREP=() TASK_SCORE=()
   s2s_ft_prep_flags
   local text=$work/text bin=$work/bin save=$work/checkpoints gen=$work/gen.out
-  local user_dir=$S2S_FT_REPO/unilm_fairseq
   mkdir -p "$work"
   if stage_on prepare; then record_start "$work/commands.sh"; else record_start -a "$work/commands.sh"; fi
 
@@ -113,47 +111,18 @@ s2s_ft_main() {
   if stage_on preprocess; then preprocess_stage unilm_seq2seq "$text" "$bin"; fi
 
   if stage_on train; then
-    local steps warmup=${WARMUP:-}
-    steps=$(training_updates "$text")
-    if [ -z "$warmup" ]; then warmup=$(( steps * WARMUP_PERCENT / 100 )); fi
-    split_batch
-    eval_rouge_flags
-    local train_flags=()
+    local train_flags=(--criterion unilm_seq2seq --label-smoothing "$LABEL_SMOOTHING" --finetune-method "$METHOD")
     # s2s-ft's mask probability: predicted targets (masked) or replaced real target inputs (pseudo-masked)
     if [ "$METHOD" = masked ]; then train_flags+=(--target-mask-prob "$TARGET_MASK_PROB"); fi
     if [ "$METHOD" = pseudo_masked ]; then train_flags+=(--target-word-drop-prob "$TARGET_MASK_PROB"); fi
     if [ -n "$PRETRAINED" ]; then train_flags+=(--pretrained-checkpoint "$PRETRAINED"); fi
-    if [ "$FP16" = 1 ]; then train_flags+=(--fp16); fi
-    train_flags+=(${EVAL_ROUGE_FLAGS[@]+"${EVAL_ROUGE_FLAGS[@]}"})
-    echo "training: $steps updates ($warmup warm-up) of $TOTAL_BATCH examples" \
-      "= $GPUS GPUs x $BATCH_PER_GPU x update-freq $UPDATE_FREQ" >&2
-    run_train_step fairseq-train "$bin" --user-dir "$user_dir" --task unilm_seq2seq "${arch_flags[@]}" \
-      --criterion unilm_seq2seq --label-smoothing "$LABEL_SMOOTHING" --finetune-method "$METHOD" \
-      --max-source-positions "$MAX_SRC" --max-target-positions "$MAX_TGT" \
-      --optimizer adam --adam-betas '(0.9, 0.999)' --adam-eps "$ADAM_EPS" --weight-decay "$WEIGHT_DECAY" \
-      --clip-norm "$CLIP_NORM" --lr "$LR" --lr-scheduler polynomial_decay --warmup-updates "$warmup" \
-      --total-num-update "$steps" --max-update "$steps" \
-      --batch-size "$BATCH_PER_GPU" --update-freq "$UPDATE_FREQ" \
-      --dropout "$DROPOUT" --attention-dropout "$DROPOUT" \
-      --save-dir "$save" --save-interval-updates "$SAVE_INTERVAL" --keep-interval-updates 5 \
-      --no-epoch-checkpoints --seed "$SEED" --log-format simple --log-interval 100 \
-      ${train_flags[@]+"${train_flags[@]}"} "$@"
+    TRAIN_USER_FLAGS=("$@")
+    paper_train_stage "$text" "$bin" "$save" unilm_seq2seq "${train_flags[@]}"
   fi
 
   if stage_on generate; then
-    local gen_flags=() decoded
-    decoded=$(decoded_checkpoint "$save" last)
-    if [ "$TOKENIZER" = spm ]; then gen_flags+=(--post-process sentencepiece); fi
-    if [ "$FP16" = 1 ]; then gen_flags+=(--fp16); fi
-    if [ -n "${NGRAM_EXEMPT:-}" ]; then gen_flags+=(--no-repeat-ngram-exempt "$NGRAM_EXEMPT"); fi
-    run_step_to "$gen" generate fairseq-generate "$bin" --user-dir "$user_dir" --task unilm_seq2seq \
-      --path "$decoded" \
-      --max-source-positions "$MAX_SRC" --max-target-positions "$MAX_TGT" \
-      --gen-subset test --batch-size "$GEN_BATCH" --beam "$BEAM" --lenpen "$LENPEN" \
-      --lenpen-style "$LENPEN_STYLE" --no-repeat-ngram-size "$NO_REPEAT_NGRAM" --min-len "$MIN_LEN" \
-      --max-len-a 0 --max-len-b "$MAX_LEN_B" \
-      --required-batch-size-multiple 1 --scoring "$SCORING" ${gen_flags[@]+"${gen_flags[@]}"}
-    write_model_folder "$save" "$decoded" "$bin"
+    generate_stage "$bin" "$save" unilm_seq2seq "$(decoded_checkpoint "$save" last)" "$gen" \
+      --required-batch-size-multiple 1 --scoring "$SCORING"
   fi
 
   if stage_on score; then score_stage "$work" "$save" ${TASK_SCORE[@]+"${TASK_SCORE[@]}"}; fi
