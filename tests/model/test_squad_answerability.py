@@ -10,7 +10,7 @@ import os
 import numpy as np
 import pytest
 import torch
-from fairseq import checkpoint_utils
+from fairseq import checkpoint_utils, metrics
 from fairseq.dataclass.configs import FairseqConfig
 from omegaconf import OmegaConf
 
@@ -22,6 +22,7 @@ from unilm_fairseq.qa.squad_inference import decode_answers, window_scores
 from unilm_fairseq.tasks.squad_qa import SquadQAConfig, SquadQATask
 
 from ..helpers.cli import REPO
+from ..helpers.host_reads import no_host_reads
 from ..helpers.models import save_checkpoint, tiny_config
 from ..helpers.squad import write_squad_dir
 
@@ -90,6 +91,27 @@ def test_head_loss_on_a_hand_made_batch(data_dir):
     assert float(loss.detach()) == pytest.approx(float(span_only.detach()) + weight * expected, abs=TOL)
     assert log["answerability_correct"] == 1  # it always says "answerable": right on the second window
     assert "answerability_loss" not in span_log
+
+
+def logged(logging_outputs):
+    """What ``reduce_metrics`` logs: each average meter's (sum, count), unrounded."""
+    with metrics.aggregate(new_root=True) as agg:
+        SquadSpanCriterion.reduce_metrics(logging_outputs)
+    return {key: (float(m.sum), float(m.count)) for key, m in agg.items() if hasattr(m, "sum")}
+
+
+def test_the_criterion_reads_nothing_back_and_logs_what_host_counts_logged(data_dir):
+    task = make_task(data_dir, answerability_head=True)
+    torch.manual_seed(0)
+    model, batch = task.build_model(model_config()).train(), hand_made_batch(task)
+    with no_host_reads():
+        loss, _, log = SquadSpanCriterion(task)(model, batch)
+        loss.backward()
+    counts = ("start_correct", "end_correct", "span_correct", "answerability_correct")
+    assert all(torch.is_tensor(log[key]) for key in counts)
+    as_host_ints = {**log, **{key: int(log[key]) for key in counts}}  # what forward logged before
+    assert logged([log, log]) == logged([as_host_ints, as_host_ints])
+    assert set(logged([log])) >= {"start_acc", "end_acc", "span_acc", "answerability_acc"}
 
 
 def test_gradients_reach_the_head_only_when_enabled(data_dir):

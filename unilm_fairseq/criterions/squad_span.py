@@ -3,7 +3,7 @@ the answerability classifier when the task adds one."""
 
 from dataclasses import dataclass, field
 
-from fairseq import metrics
+from fairseq import metrics, utils
 from fairseq.criterions import FairseqCriterion, register_criterion
 from fairseq.dataclass import FairseqDataclass
 
@@ -34,6 +34,9 @@ class SquadSpanCriterion(FairseqCriterion):
     ``--answerability-weight`` times the cross-entropy of that classifier, whose target is "no answer
     in this window" (:func:`unilm_fairseq.losses.answerability_targets`), and logs
     ``answerability_loss`` (base 2, per window) and ``answerability_acc``.
+
+    The hit counts stay device tensors in the logging outputs, as fairseq's ``masked_lm`` keeps its counts:
+    reading them back in ``forward`` would wait for the device every step.
     """
 
     def __init__(self, task, answerability_weight: float = 1.0):
@@ -56,9 +59,9 @@ class SquadSpanCriterion(FairseqCriterion):
         sample_size = sample["nsentences"]
         logging_output = {
             "loss": loss.data,
-            "start_correct": start_hit.sum().item(),
-            "end_correct": end_hit.sum().item(),
-            "span_correct": (start_hit & end_hit).sum().item(),
+            "start_correct": start_hit.sum(),
+            "end_correct": end_hit.sum(),
+            "span_correct": (start_hit & end_hit).sum(),
             "ntokens": sample["ntokens"],
             "nsentences": sample["nsentences"],
             "sample_size": sample_size,
@@ -69,7 +72,7 @@ class SquadSpanCriterion(FairseqCriterion):
             logging_output.update(
                 loss=loss.data,
                 answerability_loss=class_loss.sum().data,
-                answerability_correct=correct.sum().item(),
+                answerability_correct=correct.sum(),
             )
         return loss, sample_size, logging_output
 
@@ -78,14 +81,17 @@ class SquadSpanCriterion(FairseqCriterion):
         def total(key):
             return summed(logging_outputs, key)
 
-        windows = max(total("sample_size"), 1)
+        def number(key):  # a summed count as a host number (forward leaves the counts on the device)
+            return utils.item(total(key))
+
+        windows = max(number("sample_size"), 1)
         log_base2("loss", total("loss"), windows)
         for name in ("start", "end", "span"):
-            metrics.log_scalar(f"{name}_acc", 100.0 * total(f"{name}_correct") / windows, windows, round=1)
+            metrics.log_scalar(f"{name}_acc", 100.0 * number(f"{name}_correct") / windows, windows, round=1)
         if any("answerability_loss" in log for log in logging_outputs):
             log_base2("answerability_loss", total("answerability_loss"), windows)
             metrics.log_scalar(
-                "answerability_acc", 100.0 * total("answerability_correct") / windows, windows, round=1
+                "answerability_acc", 100.0 * number("answerability_correct") / windows, windows, round=1
             )
 
     @staticmethod
