@@ -2,12 +2,12 @@
 
 from dataclasses import dataclass, field
 
-from fairseq import metrics, utils
+from fairseq import metrics
 from fairseq.criterions import FairseqCriterion, register_criterion
 from fairseq.dataclass import FairseqDataclass
 
 from ..losses import token_losses
-from .reduce import log_base2, summed
+from .reduce import log_base2, summed_number
 
 
 @dataclass
@@ -73,7 +73,7 @@ class AEPARCriterion(FairseqCriterion):
     @staticmethod
     def reduce_metrics(logging_outputs) -> None:
         def total(key):
-            return utils.item(summed(logging_outputs, key))
+            return summed_number(logging_outputs, key)
 
         sample_size = total("sample_size")
         predicted = total("ae_tokens") + total("par_tokens")

@@ -3,12 +3,18 @@
 import math
 from typing import Dict, List
 
-from fairseq import metrics
+from fairseq import metrics, utils
 
 
 def summed(logging_outputs: List[Dict], key: str):
     """The sum of ``key`` over the logging outputs (0 where it is missing)."""
     return sum(log.get(key, 0) for log in logging_outputs)
+
+
+def summed_number(logging_outputs: List[Dict], key: str):
+    """:func:`summed` as a host number: the criteria keep their counts on the device in ``forward``, so
+    their sums are tensors until here (after fairseq's all-reduce every value is a tensor anyway)."""
+    return utils.item(summed(logging_outputs, key))
 
 
 def log_base2(name: str, total_nats, count) -> None:

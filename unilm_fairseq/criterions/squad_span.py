@@ -3,12 +3,12 @@ the answerability classifier when the task adds one."""
 
 from dataclasses import dataclass, field
 
-from fairseq import metrics, utils
+from fairseq import metrics
 from fairseq.criterions import FairseqCriterion, register_criterion
 from fairseq.dataclass import FairseqDataclass
 
 from ..losses import answerability_targets, masked_span_scores, sentence_losses, span_losses
-from .reduce import log_base2, summed
+from .reduce import log_base2, summed, summed_number
 
 
 @dataclass
@@ -81,8 +81,8 @@ class SquadSpanCriterion(FairseqCriterion):
         def total(key):
             return summed(logging_outputs, key)
 
-        def number(key):  # a summed count as a host number (forward leaves the counts on the device)
-            return utils.item(total(key))
+        def number(key):  # a count as a host number: it weighs the meters
+            return summed_number(logging_outputs, key)
 
         windows = max(number("sample_size"), 1)
         log_base2("loss", total("loss"), windows)

@@ -3,13 +3,13 @@
 from dataclasses import dataclass, field
 
 import torch
-from fairseq import metrics, utils
+from fairseq import metrics
 from fairseq.criterions import FairseqCriterion, register_criterion
 from fairseq.dataclass import FairseqDataclass
 
 from ..data.pretraining.unilm_objectives import NO_NSP, OBJECTIVE_NAMES
 from ..losses import grouped_sums, sentence_losses, token_losses
-from .reduce import log_base2, summed
+from .reduce import log_base2, summed, summed_number
 
 
 def nsp_scale(sample_size: int, nsp_count: torch.Tensor) -> torch.Tensor:
@@ -84,10 +84,8 @@ class UniLMCriterion(FairseqCriterion):
         def total(key):
             return summed(logging_outputs, key)
 
-        def number(key):
-            # forward keeps the counts on the device; as host numbers they test for zero and weigh the
-            # meters as its ints did (after fairseq's all-reduce every value is a tensor anyway)
-            return utils.item(total(key))
+        def number(key):  # a count as a host number: it tests for zero and weighs the meters
+            return summed_number(logging_outputs, key)
 
         sample_size = total("sample_size")
         log_base2("loss", total("loss"), sample_size)
