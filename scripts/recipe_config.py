@@ -193,12 +193,17 @@ def config_value(path: str, name: str) -> str:
     raise ValueError(f"{path} has no setting {name}")
 
 
+def value_cell(setting: Setting) -> str:
+    """A setting's value in a Markdown table (an empty value shown as "")."""
+    value = setting.value or '""'
+    return f"`{value}`"
+
+
 def markdown_table(*paths: str) -> str:
     rows = ["| Setting | Recipe | Paper | Source |", "|---|---|---|---|"]
     for setting in merged_settings(paths):
         name = setting.variable or setting.name
-        value = setting.value if setting.value else '""'
-        rows.append(f"| `{name}` | `{value}` | {setting.paper} | {setting.source} |")
+        rows.append(f"| `{name}` | {value_cell(setting)} | {setting.paper} | {setting.source} |")
     return "\n".join(rows)
 
 
@@ -219,10 +224,7 @@ def variants_table(variants: Sequence[Sequence[str]]) -> str:
     ]
     for key in order:
         present = [(name, settings[key]) for name, settings in zip(names, by_variant) if key in settings]
-        values = [
-            f"`{settings[key].value or chr(34) * 2}`" if key in settings else "not set"
-            for settings in by_variant
-        ]
+        values = [value_cell(settings[key]) if key in settings else "not set" for settings in by_variant]
         cells = []
         for part in ("paper", "source"):
             said: Dict[str, List[str]] = {}
