@@ -84,6 +84,13 @@ def load_palm_weights(model, path: str, ablation: Optional[str] = None) -> None:
             logger.info("not loading %s: %d tensors under %s", OPTIONAL_PARTS[prefix], len(dropped), prefix)
 
 
+def _saved_option(model_cfg: Any, name: str) -> Optional[Any]:
+    """Option ``name`` of a saved model config: a dict, an omegaconf container or argparse's ``args``."""
+    if isinstance(model_cfg, dict):
+        return model_cfg.get(name)
+    return getattr(model_cfg, name, None)
+
+
 # the options that make a palm checkpoint's architecture, which fine-tuning from it repeats
 ARCH_OPTIONS = (
     "encoder_layers",
@@ -109,16 +116,14 @@ def palm_arch_flags(path: str) -> List[str]:
     except RuntimeError:  # torch's legacy format cannot be memory-mapped
         checkpoint = torch.load(path, map_location="cpu", weights_only=True)
     model_cfg = (checkpoint.get("cfg") or {}).get("model") or checkpoint.get("args")
-
-    def option(name: str):
-        return model_cfg.get(name) if hasattr(model_cfg, "get") else getattr(model_cfg, name, None)
-
-    arch = (option("arch") or option("_name")) if model_cfg is not None else None
+    if model_cfg is None:
+        return []
+    arch = _saved_option(model_cfg, "arch") or _saved_option(model_cfg, "_name")
     if not arch or not str(arch).startswith("palm"):
         return []
     flags = ["--arch", str(arch)]
     for name in ARCH_OPTIONS:
-        value = option(name)
+        value = _saved_option(model_cfg, name)
         if value is not None:
             flags += ["--" + name.replace("_", "-"), str(value)]
     return flags
@@ -131,11 +136,7 @@ def _model_option(checkpoint: Dict[str, Any], name: str) -> Optional[Any]:
     """Option ``name`` of the model config saved in ``checkpoint`` (None when it has no config)."""
     cfg = checkpoint.get("cfg") or {}
     model_cfg = cfg.get("model") if hasattr(cfg, "get") else None
-    if model_cfg is None:
-        return None
-    if isinstance(model_cfg, dict):
-        return model_cfg.get(name)
-    return getattr(model_cfg, name, None)
+    return None if model_cfg is None else _saved_option(model_cfg, name)
 
 
 def _layernorm_eps(checkpoint: Dict[str, Any]) -> float:
