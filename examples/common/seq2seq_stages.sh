@@ -165,7 +165,7 @@ train_stage() {
 # PALM's): STEPS updates, or those EPOCHS passes over TEXT's training pairs take; WARMUP warm-up updates, or
 # WARMUP_PERCENT of them; TOTAL_BATCH examples per update, split over the GPUs (split_batch); DROPOUT; a
 # checkpoint every SAVE_INTERVAL updates, the last 5 kept; validation on ROUGE (eval_rouge_flags). The
-# FLAGs are the task's; TRAIN_USER_FLAGS (an array), the flags the user gave the recipe, go last
+# FLAGs are the task's, then the flags the user gave the recipe (last, so that they win)
 paper_train_stage() {
   local text=$1 bin=$2 save=$3 task=$4 updates warmup
   shift 4
@@ -175,11 +175,10 @@ paper_train_stage() {
   eval_rouge_flags
   echo "training: $updates updates ($warmup warm-up) of $TOTAL_BATCH examples" \
     "= $GPUS GPUs x $BATCH_PER_GPU x update-freq $UPDATE_FREQ" >&2
-  train_stage "$bin" "$save" "$task" "$updates" "$warmup" "$@" \
+  train_stage "$bin" "$save" "$task" "$updates" "$warmup" \
     --batch-size "$BATCH_PER_GPU" --update-freq "$UPDATE_FREQ" --dropout "$DROPOUT" \
     --attention-dropout "$DROPOUT" --save-interval-updates "$SAVE_INTERVAL" --keep-interval-updates 5 \
-    --log-interval 100 ${EVAL_ROUGE_FLAGS[@]+"${EVAL_ROUGE_FLAGS[@]}"} \
-    ${TRAIN_USER_FLAGS[@]+"${TRAIN_USER_FLAGS[@]}"}
+    --log-interval 100 ${EVAL_ROUGE_FLAGS[@]+"${EVAL_ROUGE_FLAGS[@]}"} "$@"
 }
 
 # generate_stage BIN SAVE TASK DECODED OUT [FLAG...]: fairseq-generate on BIN's test split with the

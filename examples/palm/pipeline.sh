@@ -141,8 +141,7 @@ print(" ".join(palm_arch_flags(sys.argv[1])))' "$PRETRAINED")
       train_flags+=(--pretrained-checkpoint "$PRETRAINED")
     fi
     if [ "$ABLATION" != none ]; then train_flags+=(--pretrained-ablation "$ABLATION"); fi
-    TRAIN_USER_FLAGS=("$@")
-    paper_train_stage "$text" "$bin" "$save" palm_seq2seq "${train_flags[@]}"
+    paper_train_stage "$text" "$bin" "$save" palm_seq2seq "${train_flags[@]}" "$@"
   fi
 
   if stage_on generate; then

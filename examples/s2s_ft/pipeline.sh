@@ -116,8 +116,7 @@ s2s_ft_main() {
     if [ "$METHOD" = masked ]; then train_flags+=(--target-mask-prob "$TARGET_MASK_PROB"); fi
     if [ "$METHOD" = pseudo_masked ]; then train_flags+=(--target-word-drop-prob "$TARGET_MASK_PROB"); fi
     if [ -n "$PRETRAINED" ]; then train_flags+=(--pretrained-checkpoint "$PRETRAINED"); fi
-    TRAIN_USER_FLAGS=("$@")
-    paper_train_stage "$text" "$bin" "$save" unilm_seq2seq "${train_flags[@]}"
+    paper_train_stage "$text" "$bin" "$save" unilm_seq2seq "${train_flags[@]}" "$@"
   fi
 
   if stage_on generate; then
