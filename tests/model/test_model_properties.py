@@ -170,6 +170,43 @@ def attention_inputs(seed: int = 0, length: int = 7):
     return attn, x, bias
 
 
+def cuda_reads_in_place(bias: Tensor) -> bool:
+    """torch's rule (attention.cpp, ``aligned_tensor<8>``) for a bias CUDA's memory-efficient attention
+    reads without padding a copy of it first."""
+    return bias.stride(-1) == 1 and all(stride % 8 == 0 for stride in bias.stride()[:-1])
+
+
+@pytest.mark.parametrize("keys", [7, 16, 25])
+@pytest.mark.parametrize("with_position_bias", [True, False])
+def test_bias_is_laid_out_for_cuda_attention_and_passes_the_same_gradient(keys, with_position_bias):
+    """The bias every layer shares is one aligned copy whatever the key count (so no layer pads its own),
+    holding what the plain ``masked_fill`` of the position bias holds, and the position bias (a permuted
+    view, as the relative position table makes it) gets the same gradient through attention."""
+    torch.manual_seed(keys)
+    queries, heads = 5, 4
+    visible = (torch.rand(2, queries, keys) > 0.4) | (torch.arange(keys) < 1)
+    table = torch.randn(2, queries, keys, heads, requires_grad=True)  # B x T x S x H, as the lookup gives
+    q, k, v = (torch.randn(2, heads, n, 8) for n in (queries, keys, keys))
+    grads = []
+    for build in ("aligned", "masked_fill"):
+        position_bias = table.permute(0, 3, 1, 2) if with_position_bias else None
+        if build == "aligned":
+            bias = build_attention_bias(visible, position_bias)
+            assert cuda_reads_in_place(bias)
+        else:
+            plain = torch.zeros(2, 1, queries, keys) if position_bias is None else position_bias
+            bias = plain.masked_fill(~visible.unsqueeze(1), torch.finfo(torch.float32).min)
+            # contiguous, so aligned only when the key count is a multiple of 8: what the aligned copy avoids
+            assert cuda_reads_in_place(bias) == (keys % 8 == 0)
+        out = F.scaled_dot_product_attention(q, k, v, attn_mask=bias)
+        if with_position_bias:
+            (out * torch.linspace(-1, 1, out.numel()).view_as(out)).sum().backward()
+            grads.append(table.grad.clone())
+            table.grad = None
+        grads.append(out.detach())
+    assert all(torch.equal(a, b) for a, b in zip(grads[: len(grads) // 2], grads[len(grads) // 2 :]))
+
+
 def manual_attention(attn: BiasedSelfAttention, x: Tensor, bias: Tensor) -> Tensor:
     """Scores plus bias, softmax, weighted values, written out in float32."""
     bsz, length, dim = x.shape

@@ -21,6 +21,13 @@ from torch import Tensor, nn
 KeyValue = Tuple[Tensor, Tensor]
 
 
+# CUDA's memory-efficient attention reads a bias in place only when its last dimension is contiguous and
+# every other stride is a multiple of this many elements; otherwise every F.scaled_dot_product_attention
+# call pads a copy of the whole bias first, and the backward pass copies its gradient back out of it
+# (torch's aten/src/ATen/native/transformers/attention.cpp, preprocess_mask).
+BIAS_ALIGNMENT = 8
+
+
 def build_attention_bias(
     visible: Tensor, position_bias: Optional[Tensor], dtype: torch.dtype = torch.float32
 ) -> Tensor:
@@ -28,18 +35,25 @@ def build_attention_bias(
 
     Args:
         visible: ``(B, T, S)`` bool, True where the query may attend to the key.
-        position_bias: ``(B, H, T, S)`` or None.
+        position_bias: ``(B, H, T, S)`` or None, any layout (the relative position bias is a
+            permuted view).
         dtype: the attention's compute dtype (the query dtype).
     Returns:
         ``(B, H or 1, T, S)`` of ``dtype``; hidden keys hold the dtype's most negative finite
         value, filled over the position bias rather than added to it, so it cannot overflow to
-        -inf (float16's minimum is only -65504).
+        -inf (float16's minimum is only -65504). Its rows are ``S`` rounded up to
+        :data:`BIAS_ALIGNMENT` apart and contiguous, so every layer's attention reads this one copy
+        in place (the columns past ``S`` are never read).
     """
+    bsz, length, keys = visible.shape
+    heads = 1 if position_bias is None else position_bias.size(1)
+    row = -(-keys // BIAS_ALIGNMENT) * BIAS_ALIGNMENT
+    bias = visible.new_empty((bsz, heads, length, row), dtype=dtype)[..., :keys]
     if position_bias is None:
-        bias = visible.new_zeros(visible.shape, dtype=dtype).unsqueeze(1)
+        bias.zero_()
     else:
-        bias = position_bias.to(dtype)
-    return bias.masked_fill(~visible.unsqueeze(1), torch.finfo(dtype).min)
+        bias.copy_(position_bias)
+    return bias.masked_fill_(~visible.unsqueeze(1), torch.finfo(dtype).min)
 
 
 def shared_keys_values(keys: Tensor, values: Tensor) -> KeyValue:
