@@ -3,6 +3,7 @@ when it is busy."""
 
 import os
 import platform
+from typing import Callable, Dict, Optional, Tuple
 
 import fairseq
 import torch
@@ -65,3 +66,109 @@ def busy_warning(threads: int, consequence: str) -> str:
         f"WARNING: other processes were keeping ~{others:.1f} of {cpus} CPUs busy; with {threads} "
         f"threads the timings are contended {consequence}"
     )
+
+
+# Dense (no sparsity) peak tensor throughput in TFLOP/s by GPU name, from NVIDIA's data sheets, per the
+# dtype matrix products run in ("tf32": float32 with torch.set_float32_matmul_precision below "highest").
+# The first entry whose key is in the device's name is taken, so "H100 PCIe" comes before "H100".
+PEAK_TFLOPS = (
+    ("H100 PCIe", {"float16": 756.0, "bfloat16": 756.0, "tf32": 378.0, "float32": 51.2}),
+    ("H100", {"float16": 989.4, "bfloat16": 989.4, "tf32": 494.7, "float32": 66.9}),
+    ("H200", {"float16": 989.4, "bfloat16": 989.4, "tf32": 494.7, "float32": 66.9}),
+    ("A100", {"float16": 312.0, "bfloat16": 312.0, "tf32": 156.0, "float32": 19.5}),
+)
+
+
+def peak_tflops(device: torch.device, dtype: torch.dtype) -> Optional[Tuple[float, str]]:
+    """``(TFLOP/s, what it is)`` of the device's dense peak for products in ``dtype``; None when unknown
+    (every CPU, unlisted GPUs: pass the peak by hand)."""
+    if device.type != "cuda":
+        return None
+    key = str(dtype).replace("torch.", "")
+    if dtype == torch.float32 and torch.get_float32_matmul_precision() != "highest":
+        key = "tf32"
+    return listed_peak(torch.cuda.get_device_name(device), key)
+
+
+def listed_peak(device_name: str, key: str) -> Optional[Tuple[float, str]]:
+    """:data:`PEAK_TFLOPS`' entry for a GPU name and a product dtype (``float16``, ``tf32``, ...)."""
+    for model, peaks in PEAK_TFLOPS:
+        if model in device_name and key in peaks:
+            return peaks[key], f"{device_name}, {key} dense peak"
+    return None
+
+
+def _cpu_attention_formulas() -> dict:
+    """torch.utils.flop_counter's attention formulas for the fused CPU kernels it does not list."""
+    from torch.utils import flop_counter
+
+    def as_registered(formula):  # the formulas already take tensors: FlopCounterMode must not wrap them again
+        def count(*args, **kwargs):
+            return formula(*args, **kwargs)
+
+        count._get_raw = True
+        return count
+
+    ops = torch.ops.aten
+    if not hasattr(ops, "_scaled_dot_product_flash_attention_for_cpu"):
+        return {}
+    forward, backward = flop_counter.sdpa_flop, flop_counter.sdpa_backward_flop
+    return {
+        ops._scaled_dot_product_flash_attention_for_cpu: as_registered(forward),
+        ops._scaled_dot_product_flash_attention_for_cpu_backward: as_registered(backward),
+    }
+
+
+def counted_flops(fn: Callable[[], object]) -> int:
+    """FLOPs of the matrix products and attention that ``fn()`` runs, forward and backward alike, as
+    ``torch.utils.flop_counter`` counts them: the shapes as run, padding and hidden keys included,
+    elementwise work excluded. The model FLOPs of a utilization figure."""
+    from torch.utils.flop_counter import FlopCounterMode
+
+    with FlopCounterMode(display=False, custom_mapping=_cpu_attention_formulas()) as counter:
+        fn()
+    return counter.get_total_flops()
+
+
+SYNC_CALLS = ("cudaStreamSynchronize", "cudaDeviceSynchronize", "cudaEventSynchronize")
+
+
+def _nested_op(event) -> bool:
+    """Whether an aten op event runs inside another aten op (not dispatched by Python or autograd)."""
+    parent = event.cpu_parent
+    while parent is not None:
+        if parent.name.startswith("aten::"):
+            return True
+        parent = parent.cpu_parent
+    return False
+
+
+def profile_counts(prof) -> Dict[str, int]:
+    """What a ``torch.profiler`` run dispatched and waited for:
+
+    * ``ops``: aten ops called from outside any other aten op (each a dispatch, and on a GPU at least
+      one kernel launch unless it only makes a view);
+    * ``host_reads``: ``aten::_local_scalar_dense`` calls, a tensor value read back to the host
+      (``.item()``, ``int()``, ``bool()``): on a GPU each waits for the device;
+    * ``kernels``, ``copies_to_host``, ``copies_to_device``, ``copies_on_device``: device kernels and
+      copies (CUDA profiles only);
+    * ``syncs``: calls that block the host until the GPU is done (``cuda*Synchronize``).
+    """
+    from torch.autograd import DeviceType
+
+    counts = dict.fromkeys(
+        ("ops", "host_reads", "kernels", "copies_to_host", "copies_to_device", "copies_on_device", "syncs"), 0
+    )
+    for event in prof.events():
+        name = event.name
+        if event.device_type == DeviceType.CPU:
+            if name.startswith("aten::") and not _nested_op(event):
+                counts["ops"] += 1
+            counts["host_reads"] += name == "aten::_local_scalar_dense"
+            counts["syncs"] += name in SYNC_CALLS
+        elif name.startswith("Memcpy"):
+            direction = "copies_to_host" if "DtoH" in name else "copies_to_device" if "HtoD" in name else None
+            counts[direction or "copies_on_device"] += 1
+        elif not name.startswith("Memset"):
+            counts["kernels"] += 1
+    return counts

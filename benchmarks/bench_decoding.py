@@ -57,7 +57,7 @@ from typing import Callable, Dict
 
 import numpy as np
 import torch
-from bench_common import build_dictionary, load_average, machine_line
+from bench_common import build_dictionary, load_average, machine_line, profile_counts
 from fairseq.data import Dictionary
 from fairseq.models import ARCH_CONFIG_REGISTRY, ARCH_MODEL_INV_REGISTRY
 from fairseq.models.transformer import TransformerModel
@@ -275,15 +275,46 @@ def run_interleaved(generators, models, batch, scales, args, sync: Callable[[], 
     return times, encoder_times, peak_bytes
 
 
-def profile_one(generator, model, batch: Batch, label: str):
-    """torch profiler over one generate call: the most expensive ops by self CPU time."""
+def profile_one(generator, model, batch: Batch, label: str, sync: Callable[[], None]) -> Dict[str, int]:
+    """torch profiler over one generate call: prints the most expensive ops (by self device time on a GPU,
+    self CPU time otherwise) and returns the call's :func:`profile_counts`."""
     from torch.profiler import ProfilerActivity, profile
 
-    with profile(activities=[ProfilerActivity.CPU]) as prof:
+    on_gpu = next(model.parameters()).is_cuda
+    activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if on_gpu else [])
+    with profile(activities=activities) as prof:
         generator.generate([model], batch)
+        sync()
+    kind = "CUDA" if on_gpu else "CPU"
     print()
-    print(f"profile: {label}, one batch, top {PROFILE_ROWS} ops by self CPU time")
-    print(prof.key_averages().table(sort_by="self_cpu_time_total", row_limit=PROFILE_ROWS))
+    print(f"profile: {label}, one batch, top {PROFILE_ROWS} ops by self {kind} time")
+    print(prof.key_averages().table(sort_by=f"self_{kind.lower()}_time_total", row_limit=PROFILE_ROWS))
+    return profile_counts(prof)
+
+
+PROFILE_COUNT_LABELS = {
+    "ops": "aten ops dispatched",
+    "host_reads": "values read back to the host",
+    "kernels": "GPU kernels",
+    "copies_to_host": "copies device -> host",
+    "copies_to_device": "copies host -> device",
+    "copies_on_device": "copies on the device",
+    "syncs": "host waits (cuda*Synchronize)",
+}
+
+
+def profile_report(counts: Dict[str, Dict[str, int]], steps: int, on_gpu: bool) -> None:
+    """Per decoder step (one generate call's counts over its steps, the encoder included), side by side."""
+    names = list(counts)
+    header = f"{f'per step ({steps} per call)':<32}" + "".join(f"{n:>22}" for n in names) + f"{'ratio':>8}"
+    print()
+    print(header)
+    print("-" * len(header))
+    for key, label in PROFILE_COUNT_LABELS.items():
+        if on_gpu or key in ("ops", "host_reads"):
+            values = [counts[n][key] / steps for n in names]
+            ratio = f"{values[0] / values[1]:>8.2f}" if len(values) == 2 and values[1] else f"{'':>8}"
+            print(f"{label:<32}" + "".join(f"{v:>22.1f}" for v in values) + ratio)
 
 
 def main():
@@ -437,8 +468,11 @@ def main():
     print(f"load avg: {load_average()} (1/5/15 min) at end")
 
     if args.profile:
-        profile_one(generators[CACHED], unilm, batch, CACHED)
-        profile_one(generators[TRANSFORMER], transformer, batch, TRANSFORMER)
+        counts = {
+            CACHED: profile_one(generators[CACHED], unilm, batch, CACHED, sync),
+            TRANSFORMER: profile_one(generators[TRANSFORMER], transformer, batch, TRANSFORMER, sync),
+        }
+        profile_report(counts, steps, on_cuda)
 
 
 if __name__ == "__main__":

@@ -4,7 +4,8 @@
 Targets, same data, same model size:
 
 * ``--task pmlm --objectives ae`` (AE only) trains at least 1.0x RoBERTa's words/s;
-* its peak memory is at most 1.1x RoBERTa's.
+* its peak memory is at most 1.1x RoBERTa's;
+* a PMLM (AE+PAR) update takes at most 1.4x an AE-only update (issue 25, item 5).
 
 Systems, all built through fairseq's own command-line parser, ``tasks.setup_task``,
 ``task.build_model``, ``task.build_criterion`` and ``optim.build_optimizer`` (Adam):
@@ -50,12 +51,28 @@ process whose ``unilm_fairseq`` is ``DIR/unilm_fairseq`` (e.g. ``git archive HEA
 unilm_fairseq | tar -x -C DIR``), so old and new code appear side by side, each
 against its own process's RoBERTa.
 
-An update is fairseq's: ``task.train_step`` (forward, criterion, backward), gradients
-divided by the sample size, one Adam step. Words/s is fairseq's ``wps``:
-``sample["ntokens"]`` (the text tokens of the blocks, the same count for every system)
-over the update's seconds. Each round runs ``--updates`` updates of every system,
+An update is fairseq-train's: ``task.train_step`` (forward, criterion, backward), gradients
+divided by the sample size, the gradient norm (``clip_grad_norm``, no clipping: where the
+``--fp16`` loss scaler finds an overflow) and its finiteness check, one Adam step. With
+``--fp16`` every system runs as ``fairseq-train --fp16`` runs it: half-precision weights
+and activations, fairseq's ``FP16Optimizer`` (float32 master weights, dynamic loss scale
+from 128); an update that overflows is skipped, as the trainer skips it, and counted.
+Words/s is fairseq's ``wps``: ``sample["ntokens"]`` (the text tokens of the blocks, the
+same count for every system) over the update's seconds. Each round runs ``--updates`` updates of every system,
 the order reversed every round (A/B/C, C/B/A, ...) so machine noise hits all; ratios
 are medians of per-round ratios.
+
+Model FLOPs and utilization: after the timing, one update on each kept batch runs under
+``torch.utils.flop_counter`` (matrix products and attention, forward and backward, at the
+shapes the implementation runs: padding and hidden keys included; its attention backward
+counts recomputing the scores). FLOPs per update over the median seconds per update give
+TFLOP/s; over the device's dense peak for the dtype the products run in (H100, H200, A100
+from NVIDIA's data sheets, or ``--peak-tflops``), the model FLOP utilization (MFU).
+
+``--profile``: after the timing, ``torch.profiler`` over one update of each system (CPU, and
+CUDA on a GPU): per update the aten ops dispatched from Python and autograd, the tensor values
+read back to the host, and on a GPU the kernels, copies and host-blocking syncs, side by side;
+then each system's most expensive ops (by device time on a GPU, by CPU time otherwise).
 
 Memory: on CUDA, ``torch.cuda.max_memory_allocated`` over each system's updates. On
 CPU, torch's allocator is invisible to tracemalloc, so each system also runs alone in
@@ -70,6 +87,7 @@ Usage::
     python benchmarks/bench_throughput.py --rounds 2 --updates 2 --no-memory   # quick
     python benchmarks/bench_throughput.py --profile                      # + per-op CPU profile of one update
     python benchmarks/bench_throughput.py --device cuda --rounds 5 --updates 20
+    python benchmarks/bench_throughput.py --device cuda --fp16 --profile  # + FLOP utilization, kernel counts
     python benchmarks/bench_throughput.py --data-only --tokens 512 --batch-size 32 --reference /tmp/ref
 """
 
@@ -87,7 +105,7 @@ from typing import Callable, Dict, List, Optional
 
 import numpy as np
 import torch
-from bench_common import busy_warning, load_average, machine_line
+from bench_common import busy_warning, counted_flops, load_average, machine_line, peak_tflops, profile_counts
 from fairseq import optim, options, tasks, utils
 from fairseq.dataclass.utils import convert_namespace_to_omegaconf
 
@@ -97,6 +115,7 @@ import unilm_fairseq
 PLUGIN_DIR = os.path.dirname(os.path.abspath(unilm_fairseq.__file__))
 AE_PER_ROBERTA_TARGET = 1.0  # AE-only words/s / RoBERTa words/s, at least
 MEMORY_PER_ROBERTA_TARGET = 1.1  # AE-only peak memory / RoBERTa peak memory, at most
+PMLM_PER_AE_TARGET = 1.4  # seconds per PMLM (AE+PAR) update / per AE-only update, at most
 SENTENCE_LENGTHS = (8, 40)  # words per sentence, inclusive
 DOCUMENT_SENTENCES = 60  # sentences per document: long documents, so blocks are full
 ZIPF_EXPONENT = 1.1
@@ -145,6 +164,12 @@ def parse_args(argv=None):
     )
     parser.add_argument("--no-memory", action="store_true", help="CPU: skip the per-system memory runs")
     parser.add_argument("--profile", action="store_true", help="after timing, profile one update of each")
+    parser.add_argument(
+        "--fp16", action="store_true", help="train every system as fairseq-train --fp16 does (half weights)"
+    )
+    parser.add_argument(
+        "--peak-tflops", type=float, default=0.0, help="the device's peak TFLOP/s for MFU (0: listed GPUs)"
+    )
     parser.add_argument("--data-rounds", type=int, default=10, help="rounds of timed batch building")
     parser.add_argument(
         "--data-only", action="store_true", help="time batch building only (no model), with the GPU context"
@@ -219,8 +244,11 @@ def system_argv(system: str, data: str, args) -> List[str]:
         "--max-positions", str(args.tokens), "--dropout", "0.1", "--attention-dropout", "0.1",
         "--activation-fn", "gelu", "--optimizer", "adam", "--lr", "1e-4", "--num-workers", "0",
     ]  # fmt: skip
-    if torch.device(args.device).type != "cuda":
+    on_cpu = torch.device(args.device).type != "cuda"
+    if on_cpu:
         common.append("--cpu")
+    if args.fp16:  # fairseq flattens the float32 master weights into one CUDA buffer: not on a CPU
+        common += ["--fp16"] + (["--fp16-no-flatten-grads"] if on_cpu else [])
     if system == ROBERTA:
         return common + ["--task", "masked_lm", "--arch", "roberta_base", "--criterion", "masked_lm"]
     unilm = common + ["--user-dir", PLUGIN_DIR, "--task", "pmlm",
@@ -254,7 +282,13 @@ class System:
         self.model = self.task.build_model(cfg.model).to(device)
         self.criterion = self.task.build_criterion(cfg.criterion).to(device)
         params = [p for p in self.model.parameters() if p.requires_grad]
-        self.optimizer = optim.build_optimizer(cfg.optimizer, params)
+        if cfg.common.fp16:  # as fairseq's Trainer sets up --fp16
+            self.model, self.criterion = self.model.half(), self.criterion.half()
+            self.optimizer = optim.FP16Optimizer.build_optimizer(cfg, params)
+        else:
+            self.optimizer = optim.build_optimizer(cfg.optimizer, params)
+        self.dtype = next(self.model.parameters()).dtype
+        self.overflows = 0  # --fp16 updates skipped by the loss scaler
         self.parameters = sum(p.numel() for p in params)
         self.batches = self._batches(args, device)
         self.batch_indices = [s["id"].tolist() for s in self.batches]
@@ -297,15 +331,27 @@ class System:
                 self.data_seconds[key].append(statistics.median(values))
 
     def update(self, sample) -> None:
-        """fairseq's update: task.train_step, gradients over the sample size, one Adam step."""
+        """fairseq-train's update: task.train_step, gradients over the sample size, their norm (no
+        clipping) and its finiteness check, one Adam step; an --fp16 overflow skips the step."""
         self.model.train()
         self.optimizer.zero_grad()
         _, sample_size, _ = self.task.train_step(
             sample, self.model, self.criterion, self.optimizer, self.update_num
         )
         self.optimizer.multiply_grads(1.0 / float(sample_size))
-        self.optimizer.step()
+        try:
+            grad_norm = self.optimizer.clip_grad_norm(0.0)
+        except OverflowError:  # the loss scale was lowered; the trainer skips the update
+            self.overflows += 1
+        else:
+            if not torch.isfinite(grad_norm).all():
+                raise FloatingPointError(f"{self.name}: gradients are NaN/Inf")
+            self.optimizer.step()
         self.update_num += 1
+
+    def flops_per_update(self) -> float:
+        """Model FLOPs of one update (:func:`counted_flops`), the mean over the kept batches."""
+        return counted_flops(lambda: self.run(len(self.batches))) / len(self.batches)
 
     def run(self, updates: int) -> int:
         """``updates`` updates over the cycled batches; returns the text tokens they trained on."""
@@ -375,7 +421,7 @@ def cpu_memory(args, data: str) -> Dict[str, dict]:
             "--batches", str(args.batches), "--updates", str(args.updates),
             "--warmup", str(args.warmup), "--threads", str(args.threads), "--vocab", str(args.vocab),
             "--seed", str(args.seed),
-        ]  # fmt: skip
+        ] + (["--fp16"] if args.fp16 else [])  # fmt: skip
         result = subprocess.run(cmd, check=True, capture_output=True, text=True)
         out[name] = json.loads(result.stdout.strip().splitlines()[-1])
     return out
@@ -547,19 +593,65 @@ def data_only(args) -> None:
             print(busy)
 
 
-def profile_update(system: System, rows: int) -> None:
-    """torch profiler over one update: the most expensive ops by self CPU time."""
+def profile_update(system: System, rows: int) -> Dict[str, int]:
+    """torch profiler over one update: prints the most expensive ops (by self device time on a GPU, self
+    CPU time otherwise) and returns the update's :func:`profile_counts`."""
     from torch.profiler import ProfilerActivity, profile
 
-    activities = [ProfilerActivity.CPU]
-    if torch.cuda.is_available() and next(system.model.parameters()).is_cuda:
-        activities.append(ProfilerActivity.CUDA)
+    on_gpu = next(system.model.parameters()).is_cuda
+    activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if on_gpu else [])
     system.run(1)
     with profile(activities=activities) as prof:
         system.run(1)
+    kind = "CUDA" if on_gpu else "CPU"
     print()
-    print(f"profile: {LABELS[system.name]}, one update, top {rows} ops by self CPU time")
-    print(prof.key_averages().table(sort_by="self_cpu_time_total", row_limit=rows))
+    print(f"profile: {LABELS[system.name]}, one update, top {rows} ops by self {kind} time")
+    print(prof.key_averages().table(sort_by=f"self_{kind.lower()}_time_total", row_limit=rows))
+    return profile_counts(prof)
+
+
+PROFILE_COUNT_LABELS = {
+    "ops": "aten ops dispatched",
+    "host_reads": "values read back to the host",
+    "kernels": "GPU kernels",
+    "copies_to_host": "copies device -> host",
+    "copies_to_device": "copies host -> device",
+    "copies_on_device": "copies on the device",
+    "syncs": "host waits (cuda*Synchronize)",
+}
+
+
+def profile_report(counts: Dict[str, Dict[str, int]], on_gpu: bool) -> None:
+    """The per-update counts of :func:`profile_update`, the systems side by side."""
+    names = list(counts)
+    header = f"{'one update':<32}" + "".join(f"{LABELS[n]:>24}" for n in names)
+    print()
+    print(header)
+    print("-" * len(header))
+    for key, label in PROFILE_COUNT_LABELS.items():
+        if on_gpu or key in ("ops", "host_reads"):
+            print(f"{label:<32}" + "".join(f"{counts[n][key]:>24}" for n in names))
+
+
+def flops_report(systems: Dict[str, System], seconds, flops: Dict[str, float], args, device) -> None:
+    """Model FLOPs per update, TFLOP/s at the median update time, and utilization of the peak."""
+    dtype = systems[ROBERTA].dtype
+    peak = (args.peak_tflops, "--peak-tflops") if args.peak_tflops > 0 else peak_tflops(device, dtype)
+    print()
+    print(f"{'system':<24}{'GFLOP/update':>13}{'TFLOP/s':>9}{'MFU':>8}")
+    for name in args.systems:
+        achieved = flops[name] / statistics.median(seconds[name]) / 1e12
+        mfu = f"{achieved / peak[0]:>8.1%}" if peak else f"{'n/a':>8}"
+        print(f"{LABELS[name]:<24}{flops[name] / 1e9:>13.4g}{achieved:>9.2f}{mfu}")
+    print(
+        "(model FLOPs: torch.utils.flop_counter over one update per kept batch, mean; matrix products and "
+        "attention at the shapes run, forward and backward; "
+        + (
+            f"MFU: TFLOP/s over {peak[0]:g} TFLOP/s, {peak[1]})"
+            if peak
+            else f"MFU: no known peak for {device} in {str(dtype).replace('torch.', '')}, pass --peak-tflops)"
+        )
+    )
 
 
 def spread(values: List[float], digits: int) -> str:
@@ -638,6 +730,10 @@ def report(systems, args, device, seconds, words, cpu_words, cuda_peak, memory) 
                 "over RSS before them: activations and gradients on top of the model and Adam state)"
             )
 
+    if args.fp16:
+        print("(--fp16 updates skipped on overflow: " + ", ".join(
+            f"{LABELS[n]} {systems[n].overflows}" for n in args.systems) + ")")  # fmt: skip
+
     print()
     print(f"{'ratio':<46}{'median':>7}  {'target':<14}per round")
     for name in args.systems[1:]:
@@ -645,6 +741,9 @@ def report(systems, args, device, seconds, words, cpu_words, cuda_peak, memory) 
         ratio_row(f"{LABELS[name]} / RoBERTa words/s", per_round(words, name), target, at_most=False)
         if on_cpu:
             ratio_row(f"{LABELS[name]} / RoBERTa words/CPU-s", per_round(cpu_words, name), target, False)
+    if AE in args.systems and PMLM in args.systems:
+        step_ratios = [p / a for p, a in zip(seconds[PMLM], seconds[AE])]
+        ratio_row("PMLM / AE-only seconds per update", step_ratios, PMLM_PER_AE_TARGET)
     if mem is not None:
         kind = "peak RSS" if on_cpu else "peak alloc"
         for name in args.systems[1:]:
@@ -695,13 +794,15 @@ def main(argv: Optional[List[str]] = None):
         seconds, words, cpu_words, cuda_peak = run_rounds(systems, args, device, sync)
         time_data_rounds(systems, args.data_rounds)
         memory = cpu_memory(args, data) if device.type != "cuda" and not args.no_memory else None
+        flops = {name: systems[name].flops_per_update() for name in args.systems}
 
         report(systems, args, device, seconds, words, cpu_words, cuda_peak, memory)
+        flops_report(systems, seconds, flops, args, device)
         if busy:
             print(busy)
         if args.profile:
-            for name in args.systems:
-                profile_update(systems[name], PROFILE_ROWS)
+            counts = {name: profile_update(systems[name], PROFILE_ROWS) for name in args.systems}
+            profile_report(counts, device.type == "cuda")
 
 
 if __name__ == "__main__":

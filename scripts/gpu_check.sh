@@ -8,9 +8,11 @@
 #      generated data: losses finite, the first update's loss within a stated tolerance of float32's;
 #      fairseq 0.12's --bf16 (its TPU mode) must stop with the plugin's error naming --amp-bf16;
 #   4. benchmarks with --device cuda: training words/s and memory against RoBERTa at base size (12 layers,
-#      768 wide, 512 tokens, batch 32), batch building against the GPU step, n-gram blocking per step,
-#      and beam-5 decoding of 400-token sources at batch 64 and 128 in float32, float16 and bfloat16
-#      beside fairseq's transformer (samples/s, ms per token, recompute / cached).
+#      768 wide, 512 tokens, batch 32) in float32 and with --fp16 (model FLOP utilization, the PMLM / AE
+#      update ratio, and a profile: kernels, copies and host syncs per update), batch building against
+#      the GPU step, n-gram blocking per step, and beam-5 decoding of 400-token sources at batch 64 and
+#      128 in float32, float16 and bfloat16 beside fairseq's transformer (samples/s, ms per token,
+#      recompute / cached; float16 at batch 64 also profiled: kernels, copies and syncs per step).
 # Every step's log goes to $RESULTS (default gpu_check_results/); results.txt holds the summary
 # table, which is printed at the end. A failed step is recorded and the next one runs.
 #
@@ -182,21 +184,26 @@ fi
 
 # ---------------------------------------------------------------- 4. benchmarks on the GPU
 run_step bench_throughput 300 python benchmarks/bench_throughput.py --layers 12 --dim 768 --ffn 3072 --heads 12 --tokens 512 --batch-size 32 --rounds 3 --updates 5 --device cuda
+run_step bench_throughput_fp16 300 python benchmarks/bench_throughput.py --layers 12 --dim 768 --ffn 3072 --heads 12 --tokens 512 --batch-size 32 --rounds 2 --updates 5 --systems ae,pmlm --fp16 --profile --device cuda
 run_step bench_batch_build 180 python benchmarks/bench_throughput.py --data-only --layers 12 --dim 768 --ffn 3072 --heads 12 --tokens 512 --batch-size 32 --device cuda
 run_step bench_ngram_float32 120 python benchmarks/bench_ngram_block.py --device cuda
 run_step bench_ngram_float16 120 python benchmarks/bench_ngram_block.py --device cuda --dtype float16
-tables=(bench_throughput bench_batch_build bench_ngram_float32 bench_ngram_float16)
+tables=(bench_throughput bench_throughput_fp16 bench_batch_build bench_ngram_float32 bench_ngram_float16)
 for dtype in float32 float16 bfloat16; do
   for batch in 64 128; do
-    run_step "decoding_${dtype}_b${batch}" 240 python benchmarks/bench_decoding.py --arch unilmv2_base --src-len 400 --tgt-len 48 --beam 5 --batch-size "$batch" --dtype "$dtype" --repeats 2 --recompute-steps-limit 1 --device cuda
+    profile=()  # one decoding run is profiled: float16, the dtype GPU users decode in, at batch 64
+    [ "$dtype/$batch" = float16/64 ] && profile=(--profile)
+    run_step "decoding_${dtype}_b${batch}" 240 python benchmarks/bench_decoding.py --arch unilmv2_base --src-len 400 --tgt-len 48 --beam 5 --batch-size "$batch" --dtype "$dtype" --repeats 2 --recompute-steps-limit 1 --device cuda "${profile[@]}"
     tables+=("decoding_${dtype}_b${batch}")
   done
 done
+# each log's tables (a block from its header to the next empty line; the per-op profiles stay in the logs)
 for name in "${tables[@]}"; do
   {
     echo
     echo "== $name =="
-    sed -n '/^variant\|^system\|^ratio\|^step\|^loading/,/^load avg/p' "$RESULTS/$name.log"
+    awk '/^(variant|system|ratio|step|loading|one update|per step)/ {on = 1} on {print} /^$/ {on = 0}' \
+      "$RESULTS/$name.log"
   } >> "$RESULTS/tables.txt"
 done
 # one line per decoding run: both systems' samples/s, the per-token ratio, recompute / cached

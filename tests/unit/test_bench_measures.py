@@ -1,0 +1,94 @@
+"""The measuring helpers of benchmarks/: model FLOPs, profile counts, GPU peaks, and a tiny run of the
+training benchmark in fairseq's --fp16 with its utilization and profile tables (what scripts/gpu_check.sh
+runs at base size on a GPU)."""
+
+import importlib.util
+import os
+import subprocess
+import sys
+
+import pytest
+import torch
+import torch.nn.functional as F
+from torch.utils import flop_counter
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+BENCHMARKS = os.path.join(REPO, "benchmarks")
+
+
+@pytest.fixture(scope="module")
+def bench_common():
+    spec = importlib.util.spec_from_file_location("bench_common", os.path.join(BENCHMARKS, "bench_common.py"))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_counted_flops_of_a_linear_layer_forward_and_backward(bench_common):
+    linear = torch.nn.Linear(8, 4)
+    x = torch.randn(5, 8, requires_grad=True)
+    # forward, the input's gradient and the weight's gradient: three products of 5 x 8 x 4
+    assert bench_common.counted_flops(lambda: linear(x).sum().backward()) == 3 * 2 * 5 * 8 * 4
+
+
+def test_counted_flops_include_the_fused_cpu_attention(bench_common):
+    """torch's counter has no formula for the CPU flash-attention kernel SDPA runs here; without the
+    added ones attention would count 0."""
+    q = torch.randn(2, 3, 6, 8, requires_grad=True)
+    k, v = torch.randn(2, 3, 10, 8), torch.randn(2, 3, 10, 8)
+    bias = torch.randn(2, 1, 6, 10)
+    counted = bench_common.counted_flops(
+        lambda: F.scaled_dot_product_attention(q, k, v, attn_mask=bias).sum().backward()
+    )
+    shapes = (q.shape, k.shape, v.shape)
+    expected = flop_counter.sdpa_flop_count(*shapes) + flop_counter.sdpa_backward_flop_count(q.shape, *shapes)
+    assert counted == expected > 0
+
+
+def test_profile_counts_top_level_ops_and_host_reads(bench_common):
+    from torch.profiler import ProfilerActivity, profile
+
+    x = torch.randn(16)
+    with profile(activities=[ProfilerActivity.CPU]) as prof:
+        y = (x + 1).relu()
+        y.sum().item()
+        float(y.max())
+    counts = bench_common.profile_counts(prof)
+    # add, relu, sum, item, max, item: the ops inside them (item's read, copies) are not dispatches
+    assert counts["ops"] == 6
+    assert counts["host_reads"] == 2
+    assert counts["kernels"] == counts["syncs"] == counts["copies_to_host"] == 0
+
+
+def test_listed_peaks(bench_common):
+    assert bench_common.listed_peak("NVIDIA H100 80GB HBM3", "float16")[0] == 989.4
+    assert bench_common.listed_peak("NVIDIA H100 PCIe", "float16")[0] == 756.0
+    assert bench_common.listed_peak("NVIDIA H100 80GB HBM3", "tf32")[0] == 494.7
+    assert bench_common.listed_peak("NVIDIA H200", "bfloat16")[0] == 989.4
+    assert bench_common.listed_peak("Tesla T4", "float16") is None
+    assert bench_common.peak_tflops(torch.device("cpu"), torch.float16) is None
+
+
+def test_training_benchmark_in_fp16_reports_utilization_and_profile():
+    proc = subprocess.run(
+        [sys.executable, os.path.join(BENCHMARKS, "bench_throughput.py"), "--layers", "1", "--dim", "32",
+         "--ffn", "64", "--heads", "2", "--tokens", "32", "--batch-size", "2", "--batches", "2",
+         "--rounds", "1", "--updates", "1", "--warmup", "1", "--data-rounds", "1", "--no-memory",
+         "--systems", "ae,pmlm", "--fp16", "--peak-tflops", "1", "--profile", "--threads", "1"],
+        capture_output=True, text=True, cwd=REPO, timeout=600,
+        env=dict(os.environ, PYTHONPATH=REPO, OMP_NUM_THREADS="1"),
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    out = proc.stdout
+    assert "PMLM / AE-only seconds per update" in out
+    assert "--fp16 updates skipped on overflow" in out
+    rows = {}
+    for line in out.splitlines():
+        for label in ("RoBERTa (masked_lm)", "UniLMv2 AE only", "UniLMv2 PMLM (AE+PAR)"):
+            if line.startswith(label) and line.endswith("%"):  # the utilization table
+                rows[label] = [float(v.rstrip("%")) for v in line[len(label) :].split()]
+    assert set(rows) == {"RoBERTa (masked_lm)", "UniLMv2 AE only", "UniLMv2 PMLM (AE+PAR)"}
+    # PMLM runs the appended pseudo and original tokens too: more FLOPs than AE alone on the same blocks
+    assert rows["UniLMv2 PMLM (AE+PAR)"][0] > rows["UniLMv2 AE only"][0] > 0
+    ops = [line for line in out.splitlines() if line.startswith("aten ops dispatched")]
+    assert len(ops) == 1 and all(int(v) > 0 for v in ops[0].split()[3:])
