@@ -143,6 +143,18 @@ def _nested_op(event) -> bool:
     return False
 
 
+# profile_counts' keys as the benchmarks' tables name them
+PROFILE_COUNT_LABELS = {
+    "ops": "aten ops dispatched",
+    "host_reads": "values read back to the host",
+    "kernels": "GPU kernels",
+    "copies_to_host": "copies device -> host",
+    "copies_to_device": "copies host -> device",
+    "copies_on_device": "copies on the device",
+    "syncs": "host waits (cuda*Synchronize)",
+}
+
+
 def profile_counts(prof) -> Dict[str, int]:
     """What a ``torch.profiler`` run dispatched and waited for:
 

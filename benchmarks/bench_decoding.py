@@ -57,7 +57,7 @@ from typing import Callable, Dict
 
 import numpy as np
 import torch
-from bench_common import build_dictionary, load_average, machine_line, profile_counts
+from bench_common import PROFILE_COUNT_LABELS, build_dictionary, load_average, machine_line, profile_counts
 from fairseq.data import Dictionary
 from fairseq.models import ARCH_CONFIG_REGISTRY, ARCH_MODEL_INV_REGISTRY
 from fairseq.models.transformer import TransformerModel
@@ -290,17 +290,6 @@ def profile_one(generator, model, batch: Batch, label: str, sync: Callable[[], N
     print(f"profile: {label}, one batch, top {PROFILE_ROWS} ops by self {kind} time")
     print(prof.key_averages().table(sort_by=f"self_{kind.lower()}_time_total", row_limit=PROFILE_ROWS))
     return profile_counts(prof)
-
-
-PROFILE_COUNT_LABELS = {
-    "ops": "aten ops dispatched",
-    "host_reads": "values read back to the host",
-    "kernels": "GPU kernels",
-    "copies_to_host": "copies device -> host",
-    "copies_to_device": "copies host -> device",
-    "copies_on_device": "copies on the device",
-    "syncs": "host waits (cuda*Synchronize)",
-}
 
 
 def profile_report(counts: Dict[str, Dict[str, int]], steps: int, on_gpu: bool) -> None:

@@ -105,7 +105,15 @@ from typing import Callable, Dict, List, Optional
 
 import numpy as np
 import torch
-from bench_common import busy_warning, counted_flops, load_average, machine_line, peak_tflops, profile_counts
+from bench_common import (
+    PROFILE_COUNT_LABELS,
+    busy_warning,
+    counted_flops,
+    load_average,
+    machine_line,
+    peak_tflops,
+    profile_counts,
+)
 from fairseq import optim, options, tasks, utils
 from fairseq.dataclass.utils import convert_namespace_to_omegaconf
 
@@ -608,17 +616,6 @@ def profile_update(system: System, rows: int) -> Dict[str, int]:
     print(f"profile: {LABELS[system.name]}, one update, top {rows} ops by self {kind} time")
     print(prof.key_averages().table(sort_by=f"self_{kind.lower()}_time_total", row_limit=rows))
     return profile_counts(prof)
-
-
-PROFILE_COUNT_LABELS = {
-    "ops": "aten ops dispatched",
-    "host_reads": "values read back to the host",
-    "kernels": "GPU kernels",
-    "copies_to_host": "copies device -> host",
-    "copies_to_device": "copies host -> device",
-    "copies_on_device": "copies on the device",
-    "syncs": "host waits (cuda*Synchronize)",
-}
 
 
 def profile_report(counts: Dict[str, Dict[str, int]], on_gpu: bool) -> None:
