@@ -130,6 +130,7 @@ def counted_flops(fn: Callable[[], object]) -> int:
     return counter.get_total_flops()
 
 
+HOST_READS = ("aten::_local_scalar_dense", "aten::nonzero")
 SYNC_CALLS = ("cudaStreamSynchronize", "cudaDeviceSynchronize", "cudaEventSynchronize")
 
 
@@ -146,7 +147,7 @@ def _nested_op(event) -> bool:
 # profile_counts' keys as the benchmarks' tables name them
 PROFILE_COUNT_LABELS = {
     "ops": "aten ops dispatched",
-    "host_reads": "values read back to the host",
+    "host_reads": "reads back to the host",
     "kernels": "GPU kernels",
     "copies_to_host": "copies device -> host",
     "copies_to_device": "copies host -> device",
@@ -160,8 +161,9 @@ def profile_counts(prof) -> Dict[str, int]:
 
     * ``ops``: aten ops called from outside any other aten op (each a dispatch, and on a GPU at least
       one kernel launch unless it only makes a view);
-    * ``host_reads``: ``aten::_local_scalar_dense`` calls, a tensor value read back to the host
-      (``.item()``, ``int()``, ``bool()``): on a GPU each waits for the device;
+    * ``host_reads``: what the host reads back from the tensors, each a wait for the device on a GPU:
+      values (``aten::_local_scalar_dense``: ``.item()``, ``int()``, ``bool()``) and ``aten::nonzero``,
+      whose output size is its count (indexing with a boolean mask runs it, backward included);
     * ``kernels``, ``copies_to_host``, ``copies_to_device``, ``copies_on_device``: device kernels and
       copies (CUDA profiles only);
     * ``syncs``: calls that block the host until the GPU is done (``cuda*Synchronize``).
@@ -176,7 +178,7 @@ def profile_counts(prof) -> Dict[str, int]:
         if event.device_type == DeviceType.CPU:
             if name.startswith("aten::") and not _nested_op(event):
                 counts["ops"] += 1
-            counts["host_reads"] += name == "aten::_local_scalar_dense"
+            counts["host_reads"] += name in HOST_READS
             counts["syncs"] += name in SYNC_CALLS
         elif name.startswith("Memcpy"):
             direction = "copies_to_host" if "DtoH" in name else "copies_to_device" if "HtoD" in name else None

@@ -53,10 +53,12 @@ def test_profile_counts_top_level_ops_and_host_reads(bench_common):
         y = (x + 1).relu()
         y.sum().item()
         float(y.max())
+        y[y > 0.5]  # a boolean mask: nonzero reads the count back
     counts = bench_common.profile_counts(prof)
-    # add, relu, sum, item, max, item: the ops inside them (item's read, copies) are not dispatches
-    assert counts["ops"] == 6
-    assert counts["host_reads"] == 2
+    # add, relu, sum, item, max, item, gt, index: the ops inside them (item's read, copies, nonzero)
+    # are not dispatches
+    assert counts["ops"] == 8
+    assert counts["host_reads"] == 3
     assert counts["kernels"] == counts["syncs"] == counts["copies_to_host"] == 0
 
 
