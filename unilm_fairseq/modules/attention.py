@@ -176,6 +176,8 @@ class BiasedSelfAttention(nn.Module):
         own_scores = torch.matmul(q, k.transpose(-1, -2))  # B x H x T x (P+T)
         scores = torch.cat([shared_scores, own_scores], -1).float()
         probs = torch.softmax(scores + attn_bias.float(), dim=-1)
-        probs = F.dropout(probs, p=dropout_p, training=self.training).to(v.dtype)
+        if dropout_p > 0:
+            probs = F.dropout(probs, p=dropout_p, training=True)
+        probs = probs.to(v.dtype)
         shared_probs, own_probs = probs.split([source_len, k.size(2)], dim=-1)
         return to_rows(torch.matmul(to_groups(shared_probs), shared_v)) + torch.matmul(own_probs, v)

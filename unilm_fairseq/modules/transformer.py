@@ -130,10 +130,15 @@ class UniLMTransformerLayer(nn.Module):
         shared: Optional[KeyValue] = None,
     ):
         attn, new_kv = self.self_attn(x, attn_bias, prefix, shared)
-        x = self.self_attn_layer_norm(x + F.dropout(attn, self.dropout, self.training))
-        h = F.dropout(self.activation_fn(self.fc1(x)), self.activation_dropout, self.training)
-        x = self.final_layer_norm(x + F.dropout(self.fc2(h), self.dropout, self.training))
+        x = self.self_attn_layer_norm(x + self._dropout(attn, self.dropout))
+        h = self._dropout(self.activation_fn(self.fc1(x)), self.activation_dropout)
+        x = self.final_layer_norm(x + self._dropout(self.fc2(h), self.dropout))
         return x, new_kv
+
+    def _dropout(self, x: Tensor, p: float) -> Tensor:
+        """``F.dropout`` in training; otherwise ``x`` itself, as F.dropout returns it, without the call (a
+        decoding step's layers are dispatch-bound)."""
+        return F.dropout(x, p, training=True) if self.training and p > 0 else x
 
 
 class UniLMLMHead(nn.Module):
