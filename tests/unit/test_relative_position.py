@@ -2,6 +2,7 @@
 
 import math
 
+import pytest
 import torch
 
 from unilm_fairseq.modules.relative_position import RelativePositionBias, relative_position_bucket
@@ -149,3 +150,15 @@ def test_cpu_table_gradient_equals_the_embedding_backward():
     assert torch.equal(out, expected)
     assert got.abs().sum() > 0
     assert torch.equal(got, bias.table.weight.grad)
+
+
+@pytest.mark.parametrize("num_buckets, max_distance", [(32, 128), (16, 64), (64, 256), (32, 1000), (8, 5)])
+def test_module_buckets_are_the_rule_for_every_distance(num_buckets, max_distance):
+    """The module looks buckets up in a table of the distances up to max_distance, clamped: the same
+    ids as the rule for every distance, far past max_distance included."""
+    module = RelativePositionBias(num_heads=2, num_buckets=num_buckets, max_distance=max_distance)
+    queries = torch.arange(0, 2500, 7).view(1, -1)
+    keys = torch.arange(0, 2500, 5).view(1, -1)
+    expected = relative_position_bucket(keys.unsqueeze(1) - queries.unsqueeze(2), num_buckets, max_distance)
+    assert torch.equal(module.buckets(queries, keys), expected)
+    assert "distance_buckets" not in module.state_dict()  # rebuilt, never saved

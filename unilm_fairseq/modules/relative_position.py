@@ -67,10 +67,26 @@ class RelativePositionBias(nn.Module):
         self.num_buckets = num_buckets
         self.max_distance = max_distance
         self.table = nn.Embedding(num_buckets, num_heads)
+        # Every distance at or past max_distance falls in its half's last bucket, so the buckets of
+        # -max_distance..max_distance, worked out once here, serve every distance clamped to that range:
+        # a lookup per batch (and decoding step) instead of a dozen elementwise passes. Not saved.
+        distances = torch.arange(-max_distance, max_distance + 1)
+        self.register_buffer(
+            "distance_buckets",
+            relative_position_bucket(distances, num_buckets, max_distance),
+            persistent=False,
+        )
+
+    def buckets(self, query_positions: Tensor, key_positions: Tensor) -> Tensor:
+        """``(B, T)``, ``(B, S)`` position ids -> ``(B, T, S)`` bucket ids of ``key - query``, as
+        :func:`relative_position_bucket` gives them."""
+        relative = key_positions.unsqueeze(1) - query_positions.unsqueeze(2)  # B x T x S
+        return self.distance_buckets[
+            relative.clamp(-self.max_distance, self.max_distance) + self.max_distance
+        ]
 
     def forward(self, query_positions: Tensor, key_positions: Tensor) -> Tensor:
-        relative = key_positions.unsqueeze(1) - query_positions.unsqueeze(2)  # B x T x S
-        buckets = relative_position_bucket(relative, self.num_buckets, self.max_distance)
+        buckets = self.buckets(query_positions, key_positions)
         weight = self.table.weight
         if weight.device.type == "cpu" and weight.requires_grad and torch.is_grad_enabled():
             return _TableLookup.apply(buckets, weight).permute(0, 3, 1, 2)  # B x H x T x S
