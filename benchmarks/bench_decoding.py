@@ -454,6 +454,13 @@ def main():
         f"encoder alone {statistics.median(encoder_only):.2f})"
     )
     print("(median: of the per-repetition ratios, which decides PASS/FAIL; of minima: fastest / fastest)")
+    per_token = statistics.median(c / t for c, t in zip(times[CACHED], times[TRANSFORMER]))
+    recompute = statistics.median(r / c for r, c in zip(times[RECOMPUTE], times[CACHED]))
+    print(
+        f"summary : samples/s unilm cached {args.batch_size / median[CACHED]:.2f}, fairseq transformer "
+        f"{args.batch_size / median[TRANSFORMER]:.2f}; cached/transformer per token {per_token:.2f} "
+        f"(target {CACHED_PER_TRANSFORMER_TARGET}); recompute/cached {recompute:.2f}"
+    )
     print(f"load avg: {load_average()} (1/5/15 min) at end")
 
     if args.profile:

@@ -44,7 +44,8 @@ def test_decodes_in_every_dtype_at_batch_64_and_128_and_trains_with_amp_bf16():
     decoding = [argv for path, argv in benchmark_calls() if path == "benchmarks/bench_decoding.py"]
     assert len(decoding) == 1 and decoding[0][decoding[0].index("--dtype") + 1] == "$dtype"
     assert "for dtype in float32 float16 bfloat16; do" in text and "for batch in 64 128; do" in text
-    assert '"${COMMON[@]}" --amp-bf16' in text and 'grep -q -- "use --amp-bf16"' in text
+    assert "for precision in fp16 amp_bf16; do" in text and "flag=--amp-bf16" in text
+    assert '"${COMMON[@]}" "$flag"' in text and 'grep -q -- "use --amp-bf16"' in text
     from unilm_fairseq.tasks.mixed_precision import TPU_WITHOUT_XLA
 
     assert "use --amp-bf16" in TPU_WITHOUT_XLA  # what the script looks for is what the plugin says
@@ -83,3 +84,39 @@ def test_selected_cuda_tests_exist():
                 with open(os.path.join(folder, name)) as f:
                     sources += f.read()
     assert [n for n in names if f"def {n}(" not in sources] == []
+
+
+SHIM = """#!/bin/sh
+# python for a machine without CUDA: the script's CUDA checks pass, anything else runs for real
+case "$*" in
+  *cuda.is_available*) exit 0 ;;
+  *get_device_name*) echo "no device (test)"; exit 0 ;;
+esac
+exec {python} "$@"
+"""
+
+
+def test_steps_past_the_deadline_are_skipped_and_the_summary_still_prints(tmp_path):
+    """DEADLINE_S bounds the run: every step that would start after it is recorded as SKIP (not run, not
+    FAIL), the parts run in the order PARTS names them, and an unknown part is a FAIL."""
+    shim = tmp_path / "bin" / "python"
+    shim.parent.mkdir()
+    shim.write_text(SHIM.format(python=sys.executable))
+    shim.chmod(0o755)
+    results = tmp_path / "results"
+    env = dict(os.environ, PATH=f"{shim.parent}{os.pathsep}{os.environ['PATH']}", SKIP_SETUP="1",
+               DEADLINE_S="1", PARTS="tests bench", RESULTS=str(results))  # fmt: skip
+    proc = subprocess.run(["bash", SCRIPT], capture_output=True, text=True, env=env, timeout=300)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    rows = [line.split(None, 2) for line in (results / "results.txt").read_text().splitlines()]
+    status = {row[0]: row[1] for row in rows}
+    assert status.pop("setup") == "PASS" and status.pop("decoding_target") == "NOTE"
+    order = list(status)
+    assert order[:2] == ["cuda_tests", "gpu_precision_tests"] and order[2].startswith("decoding_")
+    assert len(order) == 2 + 6 + 5 and set(status.values()) == {"SKIP"}
+    assert "step " in proc.stdout and not list(results.glob("*.log"))  # nothing ran
+
+    env["PARTS"] = "bench nonsense"
+    proc = subprocess.run(["bash", SCRIPT], capture_output=True, text=True, env=env, timeout=300)
+    assert proc.returncode != 0
+    assert "part_nonsense" in (results / "results.txt").read_text()

@@ -257,7 +257,7 @@ class UniLMTransformer(nn.Module):
                 f"{(tokens.size(0), tokens.size(1), key_positions.size(1))}"
             )
         attn_bias = self.attention_bias(positions, key_positions, visible, self.compute_dtype(tokens.device))
-        if shared is not None:  # attention over shared keys adds the bias in float32: cast once, not per layer
+        if shared is not None:  # attention over shared keys adds it in float32: cast once, not per layer
             attn_bias = attn_bias.float()
         x = self.embeddings(tokens, segments, positions)
         # no recomputation without a backward pass (validation, decoding with cached keys)
