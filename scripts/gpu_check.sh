@@ -163,6 +163,10 @@ EOF
 
 # ---------------------------------------------------------------- 2. tests that need a GPU
 part_tests() {  # the tests that need a GPU
+  if ! python -c "import pytest" 2>/dev/null; then  # a bare GPU machine may lack it: say so, once
+    record tests FAIL 0 "pytest is not importable: install its wheel (and iniconfig, pluggy) first"
+    return
+  fi
   # (skipped without torch.cuda.is_available() or fairseq's CUDA n-gram kernel; selected by name)
   run_step cuda_tests 300 python -m pytest -q -rs tests -k \
     "test_generate_on_gpu or test_cached_decoding_equals_recompute_on_cuda or test_cuda_kernel_honours_exemptions"
