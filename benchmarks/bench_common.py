@@ -180,6 +180,8 @@ def profile_counts(prof) -> Dict[str, int]:
                 counts["ops"] += 1
             counts["host_reads"] += name in HOST_READS
             counts["syncs"] += name in SYNC_CALLS
+        elif getattr(event, "is_user_annotation", False):  # a record_function range drawn on the device
+            continue
         elif name.startswith("Memcpy"):
             direction = "copies_to_host" if "DtoH" in name else "copies_to_device" if "HtoD" in name else None
             counts[direction or "copies_on_device"] += 1
