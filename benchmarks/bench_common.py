@@ -3,7 +3,7 @@ when it is busy."""
 
 import os
 import platform
-from typing import Callable, Dict, Optional, Tuple
+from typing import Callable, Dict, List, Optional, Tuple
 
 import fairseq
 import torch
@@ -144,7 +144,8 @@ def _nested_op(event) -> bool:
     return False
 
 
-# profile_counts' keys as the benchmarks' tables name them
+# profile_counts' keys as the benchmarks' tables name them, and those a CPU profile measures
+CPU_COUNTS = ("ops", "host_reads")
 PROFILE_COUNT_LABELS = {
     "ops": "aten ops dispatched",
     "host_reads": "reads back to the host",
@@ -170,9 +171,7 @@ def profile_counts(prof) -> Dict[str, int]:
     """
     from torch.autograd import DeviceType
 
-    counts = dict.fromkeys(
-        ("ops", "host_reads", "kernels", "copies_to_host", "copies_to_device", "copies_on_device", "syncs"), 0
-    )
+    counts = dict.fromkeys(PROFILE_COUNT_LABELS, 0)
     for event in prof.events():
         name = event.name
         if event.device_type == DeviceType.CPU:
@@ -188,3 +187,24 @@ def profile_counts(prof) -> Dict[str, int]:
         elif not name.startswith("Memset"):
             counts["kernels"] += 1
     return counts
+
+
+def shown_counts(on_gpu: bool) -> List[Tuple[str, str]]:
+    """``(key, label)`` of the :func:`profile_counts` a profile measured: all on a GPU, CPU_COUNTS else."""
+    return [(key, label) for key, label in PROFILE_COUNT_LABELS.items() if on_gpu or key in CPU_COUNTS]
+
+
+def profiled(fn: Callable[[], object], on_gpu: bool, title: str, rows: int) -> Dict[str, int]:
+    """Runs ``fn()`` under ``torch.profiler`` (CPU, and CUDA on a GPU: the profiler waits for the device
+    before it stops), prints ``title`` and its ``rows`` most expensive ops (by self device time on a GPU,
+    self CPU time otherwise), and returns its :func:`profile_counts`."""
+    from torch.profiler import ProfilerActivity, profile
+
+    activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if on_gpu else [])
+    with profile(activities=activities) as prof:
+        fn()
+    kind = "CUDA" if on_gpu else "CPU"
+    print()
+    print(f"profile: {title}, top {rows} ops by self {kind} time")
+    print(prof.key_averages().table(sort_by=f"self_{kind.lower()}_time_total", row_limit=rows))
+    return profile_counts(prof)

@@ -57,7 +57,7 @@ from typing import Callable, Dict
 
 import numpy as np
 import torch
-from bench_common import PROFILE_COUNT_LABELS, build_dictionary, load_average, machine_line, profile_counts
+from bench_common import build_dictionary, load_average, machine_line, profiled, shown_counts
 from fairseq.data import Dictionary
 from fairseq.models import ARCH_CONFIG_REGISTRY, ARCH_MODEL_INV_REGISTRY
 from fairseq.models.transformer import TransformerModel
@@ -275,21 +275,10 @@ def run_interleaved(generators, models, batch, scales, args, sync: Callable[[], 
     return times, encoder_times, peak_bytes
 
 
-def profile_one(generator, model, batch: Batch, label: str, sync: Callable[[], None]) -> Dict[str, int]:
-    """torch profiler over one generate call: prints the most expensive ops (by self device time on a GPU,
-    self CPU time otherwise) and returns the call's :func:`profile_counts`."""
-    from torch.profiler import ProfilerActivity, profile
-
+def profile_one(generator, model, batch: Batch, label: str) -> Dict[str, int]:
+    """:func:`bench_common.profiled` over one generate call."""
     on_gpu = next(model.parameters()).is_cuda
-    activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if on_gpu else [])
-    with profile(activities=activities) as prof:
-        generator.generate([model], batch)
-        sync()
-    kind = "CUDA" if on_gpu else "CPU"
-    print()
-    print(f"profile: {label}, one batch, top {PROFILE_ROWS} ops by self {kind} time")
-    print(prof.key_averages().table(sort_by=f"self_{kind.lower()}_time_total", row_limit=PROFILE_ROWS))
-    return profile_counts(prof)
+    return profiled(lambda: generator.generate([model], batch), on_gpu, f"{label}, one batch", PROFILE_ROWS)
 
 
 def profile_report(counts: Dict[str, Dict[str, int]], steps: int, on_gpu: bool) -> None:
@@ -299,11 +288,10 @@ def profile_report(counts: Dict[str, Dict[str, int]], steps: int, on_gpu: bool) 
     print()
     print(header)
     print("-" * len(header))
-    for key, label in PROFILE_COUNT_LABELS.items():
-        if on_gpu or key in ("ops", "host_reads"):
-            values = [counts[n][key] / steps for n in names]
-            ratio = f"{values[0] / values[1]:>8.2f}" if len(values) == 2 and values[1] else f"{'':>8}"
-            print(f"{label:<32}" + "".join(f"{v:>22.1f}" for v in values) + ratio)
+    for key, label in shown_counts(on_gpu):
+        values = [counts[n][key] / steps for n in names]
+        ratio = f"{values[0] / values[1]:>8.2f}" if len(values) == 2 and values[1] else f"{'':>8}"
+        print(f"{label:<32}" + "".join(f"{v:>22.1f}" for v in values) + ratio)
 
 
 def main():
@@ -426,7 +414,8 @@ def main():
             f"{recompute_steps}; later steps have longer prefixes, so this underestimates recomputing)"
         )
 
-    def ratio_row(label, numerator, denominator, target, at_most):
+    def ratio_row(label, numerator, denominator, target, at_most) -> float:
+        """Prints the ratio's row and returns its median."""
         per_rep = [n / d for n, d in zip(times[numerator], times[denominator])]
         value = statistics.median(per_rep)
         of_minima = min(times[numerator]) / min(times[denominator])
@@ -436,12 +425,15 @@ def main():
             f"{('<= ' if at_most else '>= ') + str(target):>10}  {'PASS' if passed else 'FAIL':<6}  "
             + " ".join(f"{r:.2f}" for r in per_rep)
         )
+        return value
 
     print()
     print(f"{'ratio':<36}{'median':>8}{'of minima':>10}{'target':>10}  result  per repetition")
     label = "recompute / cached" + (" (extrapolated)" if extrapolated else "")
-    ratio_row(label, RECOMPUTE, CACHED, RECOMPUTE_PER_CACHED_TARGET, False)
-    ratio_row("cached / transformer (per token)", CACHED, TRANSFORMER, CACHED_PER_TRANSFORMER_TARGET, True)
+    recompute = ratio_row(label, RECOMPUTE, CACHED, RECOMPUTE_PER_CACHED_TARGET, False)
+    per_token = ratio_row(
+        "cached / transformer (per token)", CACHED, TRANSFORMER, CACHED_PER_TRANSFORMER_TARGET, True
+    )
     decoder_only = [
         (c - ce) / (t - te)
         for c, ce, t, te in zip(
@@ -454,8 +446,6 @@ def main():
         f"encoder alone {statistics.median(encoder_only):.2f})"
     )
     print("(median: of the per-repetition ratios, which decides PASS/FAIL; of minima: fastest / fastest)")
-    per_token = statistics.median(c / t for c, t in zip(times[CACHED], times[TRANSFORMER]))
-    recompute = statistics.median(r / c for r, c in zip(times[RECOMPUTE], times[CACHED]))
     print(
         f"summary : samples/s unilm cached {args.batch_size / median[CACHED]:.2f}, fairseq transformer "
         f"{args.batch_size / median[TRANSFORMER]:.2f}; cached/transformer per token {per_token:.2f} "
@@ -465,8 +455,8 @@ def main():
 
     if args.profile:
         counts = {
-            CACHED: profile_one(generators[CACHED], unilm, batch, CACHED, sync),
-            TRANSFORMER: profile_one(generators[TRANSFORMER], transformer, batch, TRANSFORMER, sync),
+            CACHED: profile_one(generators[CACHED], unilm, batch, CACHED),
+            TRANSFORMER: profile_one(generators[TRANSFORMER], transformer, batch, TRANSFORMER),
         }
         profile_report(counts, steps, on_cuda)
 

@@ -51,16 +51,16 @@ process whose ``unilm_fairseq`` is ``DIR/unilm_fairseq`` (e.g. ``git archive HEA
 unilm_fairseq | tar -x -C DIR``), so old and new code appear side by side, each
 against its own process's RoBERTa.
 
-An update is fairseq-train's: ``task.train_step`` (forward, criterion, backward), gradients
-divided by the sample size, the gradient norm (``clip_grad_norm``, no clipping: where the
-``--fp16`` loss scaler finds an overflow) and its finiteness check, one Adam step. With
-``--fp16`` every system runs as ``fairseq-train --fp16`` runs it: half-precision weights
-and activations, fairseq's ``FP16Optimizer`` (float32 master weights, dynamic loss scale
-from 128); an update that overflows is skipped, as the trainer skips it, and counted.
-Words/s is fairseq's ``wps``: ``sample["ntokens"]`` (the text tokens of the blocks, the
-same count for every system) over the update's seconds. Each round runs ``--updates`` updates of every system,
-the order reversed every round (A/B/C, C/B/A, ...) so machine noise hits all; ratios
-are medians of per-round ratios.
+An update is fairseq-train's: ``task.train_step`` (forward, criterion, backward),
+gradients divided by the sample size, the gradient norm (``clip_grad_norm``, no
+clipping: where the ``--fp16`` loss scaler finds an overflow) and its finiteness check,
+one Adam step. With ``--fp16`` every system runs as ``fairseq-train --fp16`` runs it:
+half-precision weights and activations, fairseq's ``FP16Optimizer`` (float32 master
+weights, dynamic loss scale from 128); an update that overflows is skipped, as the
+trainer skips it, and counted. Words/s is fairseq's ``wps``: ``sample["ntokens"]`` (the
+text tokens of the blocks, the same count for every system) over the update's seconds.
+Each round runs ``--updates`` updates of every system, the order reversed every round
+(A/B/C, C/B/A, ...) so machine noise hits all; ratios are medians of per-round ratios.
 
 Model FLOPs and utilization: after the timing, one update on each kept batch runs under
 ``torch.utils.flop_counter`` (matrix products and attention, forward and backward, at the
@@ -106,13 +106,13 @@ from typing import Callable, Dict, List, Optional
 import numpy as np
 import torch
 from bench_common import (
-    PROFILE_COUNT_LABELS,
     busy_warning,
     counted_flops,
     load_average,
     machine_line,
     peak_tflops,
-    profile_counts,
+    profiled,
+    shown_counts,
 )
 from fairseq import optim, options, tasks, utils
 from fairseq.dataclass.utils import convert_namespace_to_omegaconf
@@ -602,20 +602,10 @@ def data_only(args) -> None:
 
 
 def profile_update(system: System, rows: int) -> Dict[str, int]:
-    """torch profiler over one update: prints the most expensive ops (by self device time on a GPU, self
-    CPU time otherwise) and returns the update's :func:`profile_counts`."""
-    from torch.profiler import ProfilerActivity, profile
-
-    on_gpu = next(system.model.parameters()).is_cuda
-    activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if on_gpu else [])
+    """:func:`bench_common.profiled` over one update, after an unprofiled one."""
     system.run(1)
-    with profile(activities=activities) as prof:
-        system.run(1)
-    kind = "CUDA" if on_gpu else "CPU"
-    print()
-    print(f"profile: {LABELS[system.name]}, one update, top {rows} ops by self {kind} time")
-    print(prof.key_averages().table(sort_by=f"self_{kind.lower()}_time_total", row_limit=rows))
-    return profile_counts(prof)
+    on_gpu = next(system.model.parameters()).is_cuda
+    return profiled(lambda: system.run(1), on_gpu, f"{LABELS[system.name]}, one update", rows)
 
 
 def profile_report(counts: Dict[str, Dict[str, int]], on_gpu: bool) -> None:
@@ -625,9 +615,8 @@ def profile_report(counts: Dict[str, Dict[str, int]], on_gpu: bool) -> None:
     print()
     print(header)
     print("-" * len(header))
-    for key, label in PROFILE_COUNT_LABELS.items():
-        if on_gpu or key in ("ops", "host_reads"):
-            print(f"{label:<32}" + "".join(f"{counts[n][key]:>24}" for n in names))
+    for key, label in shown_counts(on_gpu):
+        print(f"{label:<32}" + "".join(f"{counts[n][key]:>24}" for n in names))
 
 
 def flops_report(systems: Dict[str, System], seconds, flops: Dict[str, float], args, device) -> None:

@@ -45,27 +45,28 @@ record() {  # step, status, seconds, note
   printf '%-34s %-6s %6s  %s\n' "$1" "$2" "$3" "$4" >> "$SUMMARY"
   say "$1: $2 ($3 s) $4"
 }
-# step_limit LIMIT_S: LIMIT_S, or the seconds left before DEADLINE_S when fewer; 0 when fewer than 10 are
-# left (no step does anything useful in less: python and torch take longer to start)
-step_limit() {
-  local left
-  if [ "$DEADLINE_S" -le 0 ]; then echo "$1"; return; fi
-  left=$(( STARTED + DEADLINE_S - $(date +%s) ))
-  if [ "$left" -lt 10 ]; then echo 0; elif [ "$left" -lt "$1" ]; then echo "$left"; else echo "$1"; fi
+# step_due NAME LIMIT_S: sets STEP_LIMIT to LIMIT_S, or to the seconds left before DEADLINE_S when fewer;
+# with under 10 s left (no step does anything useful in less: python and torch take longer to start) it
+# records NAME as SKIP and fails instead
+step_due() {
+  STEP_LIMIT=$2
+  [ "$DEADLINE_S" -le 0 ] && return 0
+  local left=$(( STARTED + DEADLINE_S - $(date +%s) ))
+  if [ "$left" -lt 10 ]; then
+    record "$1" SKIP 0 "under 10 s left of DEADLINE_S=$DEADLINE_S when it was due"
+    return 1
+  fi
+  if [ "$left" -lt "$STEP_LIMIT" ]; then STEP_LIMIT=$left; fi
 }
 # run_step NAME TIMEOUT_S COMMAND...: runs it with its log in $RESULTS/NAME.log and records PASS/FAIL
 # (SKIP when DEADLINE_S has passed)
 run_step() {
-  local name=$1 limit start status
-  limit=$(step_limit "$2")
+  local name=$1 start status
+  step_due "$name" "$2" || return 1
   shift 2
-  if [ "$limit" -eq 0 ]; then
-    record "$name" SKIP 0 "under 10 s left of DEADLINE_S=$DEADLINE_S when it was due"
-    return 1
-  fi
   start=$(date +%s)
   say "running $name: $*"
-  if timeout "$limit" "$@" > "$RESULTS/$name.log" 2>&1; then status=PASS; else status=FAIL; fi
+  if timeout "$STEP_LIMIT" "$@" > "$RESULTS/$name.log" 2>&1; then status=PASS; else status=FAIL; fi
   record "$name" "$status" "$(( $(date +%s) - start ))" "log: $name.log"
   [ "$status" = PASS ]
 }
@@ -230,10 +231,9 @@ part_train() {  # half precision through fairseq-train
 
   # fairseq 0.12's --bf16 means TPU (options.py sets --tpu): the plugin's tasks stop it with an error that
   # names --amp-bf16, before fairseq's trainer asks torch_xla for a device
-  start=$(date +%s) limit=$(step_limit 180)
-  if [ "$limit" -eq 0 ]; then
-    record bf16_names_amp_bf16 SKIP 0 "under 10 s left of DEADLINE_S=$DEADLINE_S when it was due"
-  elif timeout "$limit" fairseq-train "${PMLM[@]}" "${COMMON[@]}" --bf16 > "$RESULTS/train_pmlm_bf16.log" 2>&1; then
+  step_due bf16_names_amp_bf16 180 || return 0
+  start=$(date +%s)
+  if timeout "$STEP_LIMIT" fairseq-train "${PMLM[@]}" "${COMMON[@]}" --bf16 > "$RESULTS/train_pmlm_bf16.log" 2>&1; then
     record bf16_names_amp_bf16 FAIL "$(( $(date +%s) - start ))" "--bf16 trained: expected the plugin's error"
   elif grep -q -- "use --amp-bf16" "$RESULTS/train_pmlm_bf16.log" && ! grep -q "xla_device" "$RESULTS/train_pmlm_bf16.log"; then
     record bf16_names_amp_bf16 PASS "$(( $(date +%s) - start ))" "--bf16 stops with the error naming --amp-bf16"
@@ -251,21 +251,18 @@ for name in $PARTS; do
   esac
 done
 
-# each log's tables (a block from its header to the next empty line; the per-op profiles stay in the logs)
+# each log's tables (a block from its header to the next empty line; the per-op profiles stay in the logs),
+# and a line per decoding run: both systems' samples/s, the per-token ratio, recompute / cached
 : > "$RESULTS/tables.txt"
 for name in ${tables[@]+"${tables[@]}"}; do
-  [ -f "$RESULTS/$name.log" ] || continue
+  log=$RESULTS/$name.log
+  [ -f "$log" ] || continue
   {
     echo
     echo "== $name =="
-    awk '/^(variant|system|ratio|step|loading|one update|per step)/ {on = 1} on && !/^USDT/ {print} /^$/ {on = 0}' \
-      "$RESULTS/$name.log"
+    awk '/^(variant|system|ratio|step|loading|one update|per step)/ {on = 1} on && !/^USDT/ {print} /^$/ {on = 0}' "$log"
   } >> "$RESULTS/tables.txt"
-done
-# one line per decoding run: both systems' samples/s, the per-token ratio, recompute / cached
-for name in ${tables[@]+"${tables[@]}"}; do
-  [[ $name == decoding_* && -f $RESULTS/$name.log ]] || continue
-  record "$name" NOTE 0 "$(sed -n 's/^summary : //p' "$RESULTS/$name.log" | head -1)"
+  if [[ $name == decoding_* ]]; then record "$name" NOTE 0 "$(sed -n 's/^summary : //p' "$log" | head -1)"; fi
 done
 record decoding_target NOTE 0 \
   "issue 25: unilmv2_base in float16 at batch 64 at least 200 samples/s (3x the float32 figure of 66.9)"
