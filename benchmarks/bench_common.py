@@ -194,6 +194,24 @@ def shown_counts(on_gpu: bool) -> List[Tuple[str, str]]:
     return [(key, label) for key, label in PROFILE_COUNT_LABELS.items() if on_gpu or key in CPU_COUNTS]
 
 
+def print_counts_table(title: str, columns: Dict[str, Dict[str, float]], on_gpu: bool, fmt: str) -> None:
+    """The :func:`shown_counts` rows of ``columns`` (a label -> :func:`profile_counts`, or those counts
+    divided, e.g. per decoder step), side by side in ``fmt``; two columns also get their ratio."""
+    width = max([22] + [len(name) + 2 for name in columns])
+    ratio = len(columns) == 2
+    header = f"{title:<32}" + "".join(f"{name:>{width}}" for name in columns)
+    header += f"{'ratio':>8}" if ratio else ""
+    print()
+    print(header)
+    print("-" * len(header))
+    for key, label in shown_counts(on_gpu):
+        values = [counts[key] for counts in columns.values()]
+        cells = "".join(f"{v:>{width}{fmt}}" for v in values)
+        if ratio:
+            cells += f"{values[0] / values[1]:>8.2f}" if values[1] else f"{'':>8}"
+        print(f"{label:<32}{cells}")
+
+
 def profiled(fn: Callable[[], object], on_gpu: bool, title: str, rows: int) -> Dict[str, int]:
     """Runs ``fn()`` under ``torch.profiler`` (CPU, and CUDA on a GPU: the profiler waits for the device
     before it stops), prints ``title`` and its ``rows`` most expensive ops (by self device time on a GPU,

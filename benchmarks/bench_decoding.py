@@ -57,7 +57,7 @@ from typing import Callable, Dict
 
 import numpy as np
 import torch
-from bench_common import build_dictionary, load_average, machine_line, profiled, shown_counts
+from bench_common import build_dictionary, load_average, machine_line, print_counts_table, profiled
 from fairseq.data import Dictionary
 from fairseq.models import ARCH_CONFIG_REGISTRY, ARCH_MODEL_INV_REGISTRY
 from fairseq.models.transformer import TransformerModel
@@ -283,15 +283,8 @@ def profile_one(generator, model, batch: Batch, label: str) -> Dict[str, int]:
 
 def profile_report(counts: Dict[str, Dict[str, int]], steps: int, on_gpu: bool) -> None:
     """Per decoder step (one generate call's counts over its steps, the encoder included), side by side."""
-    names = list(counts)
-    header = f"{f'per step ({steps} per call)':<32}" + "".join(f"{n:>22}" for n in names) + f"{'ratio':>8}"
-    print()
-    print(header)
-    print("-" * len(header))
-    for key, label in shown_counts(on_gpu):
-        values = [counts[n][key] / steps for n in names]
-        ratio = f"{values[0] / values[1]:>8.2f}" if len(values) == 2 and values[1] else f"{'':>8}"
-        print(f"{label:<32}" + "".join(f"{v:>22.1f}" for v in values) + ratio)
+    per_step = {name: {key: value / steps for key, value in c.items()} for name, c in counts.items()}
+    print_counts_table(f"per step ({steps} per call)", per_step, on_gpu, ".1f")
 
 
 def main():

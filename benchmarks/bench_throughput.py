@@ -111,8 +111,8 @@ from bench_common import (
     load_average,
     machine_line,
     peak_tflops,
+    print_counts_table,
     profiled,
-    shown_counts,
 )
 from fairseq import optim, options, tasks, utils
 from fairseq.dataclass.utils import convert_namespace_to_omegaconf
@@ -610,13 +610,7 @@ def profile_update(system: System, rows: int) -> Dict[str, int]:
 
 def profile_report(counts: Dict[str, Dict[str, int]], on_gpu: bool) -> None:
     """The per-update counts of :func:`profile_update`, the systems side by side."""
-    names = list(counts)
-    header = f"{'one update':<32}" + "".join(f"{LABELS[n]:>24}" for n in names)
-    print()
-    print(header)
-    print("-" * len(header))
-    for key, label in shown_counts(on_gpu):
-        print(f"{label:<32}" + "".join(f"{counts[n][key]:>24}" for n in names))
+    print_counts_table("one update", {LABELS[n]: c for n, c in counts.items()}, on_gpu, "d")
 
 
 def flops_report(systems: Dict[str, System], seconds, flops: Dict[str, float], args, device) -> None:
