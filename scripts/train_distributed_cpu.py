@@ -12,10 +12,10 @@ explicit flags instead::
 Every other argument goes to ``fairseq-train`` unchanged.
 """
 
+import atexit
 import os
 import sys
 
-import torch.distributed as dist
 from fairseq_cli.train import cli_main  # first: importing it sets up fairseq's log format
 
 
@@ -38,21 +38,23 @@ def distributed_flags(environ) -> list:
     ]  # fmt: skip
 
 
-def release_process_groups() -> None:
-    """Destroys the process groups while the interpreter is still whole.
+def exit_skipping_teardown(code: int = 0) -> None:
+    """Ends the worker after ``atexit`` handlers ran and output was flushed, but before interpreter teardown.
 
-    fairseq 0.12 keeps its global group in an attribute of ``get_global_group`` and never destroys it, so
-    it lived until interpreter exit, whose teardown could abort a worker after training had finished
-    ("terminate called without an active exception", exit code -6: 2 of 20 runs of two workers each on
-    the loaded 2-core machine, 0 of 100 with the group released here first).
+    fairseq ends training with a gloo barrier. Gloo finishes that barrier on its own worker thread, which
+    also drops the barrier's hold on earlier all-reduces, and so the Python objects of their gradient
+    tensors, under the interpreter lock. When the main thread has begun interpreter teardown by then,
+    Python 3.11 ends a thread that asks for the lock with ``pthread_exit``, and unwinding a C++ destructor
+    that way aborts the process ("terminate called without an active exception", exit code -6) after
+    training finished and its checkpoints were written; torchrun then fails the run. A core dump of one
+    such abort showed exactly this stack (``ProcessGroupGloo::runLoop`` > ``~AsyncBarrierWork`` >
+    ``gil_scoped_acquire`` > ``pthread_exit`` > ``std::terminate``). The handlers that fairseq and logging
+    register (closing TensorBoard writers, flushing log files) still run here; only teardown is skipped.
     """
-    from fairseq.distributed import utils as distributed_utils
-
-    if not dist.is_initialized():
-        return
-    if hasattr(distributed_utils.get_global_group, "_global_group"):
-        del distributed_utils.get_global_group._global_group
-    dist.destroy_process_group()
+    atexit._run_exitfuncs()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)
 
 
 def main():
@@ -62,7 +64,7 @@ def main():
         cli_main()  # fairseq-train's --help, which exits
     sys.argv = [sys.argv[0], *sys.argv[1:], *distributed_flags(os.environ)]
     cli_main()  # ends with a barrier of all workers
-    release_process_groups()
+    exit_skipping_teardown(0)
 
 
 if __name__ == "__main__":
