@@ -38,8 +38,8 @@ def distributed_flags(environ) -> list:
     ]  # fmt: skip
 
 
-def exit_skipping_teardown(code: int = 0) -> None:
-    """Ends the worker after ``atexit`` handlers ran and output was flushed, but before interpreter teardown.
+def exit_skipping_teardown() -> None:
+    """Ends a finished worker (exit 0) once ``atexit`` handlers ran and output is flushed, before teardown.
 
     fairseq ends training with a gloo barrier. Gloo finishes that barrier on its own worker thread, which
     also drops the barrier's hold on earlier all-reduces, and so the Python objects of their gradient
@@ -54,7 +54,7 @@ def exit_skipping_teardown(code: int = 0) -> None:
     atexit._run_exitfuncs()
     sys.stdout.flush()
     sys.stderr.flush()
-    os._exit(code)
+    os._exit(0)
 
 
 def main():
@@ -64,7 +64,7 @@ def main():
         cli_main()  # fairseq-train's --help, which exits
     sys.argv = [sys.argv[0], *sys.argv[1:], *distributed_flags(os.environ)]
     cli_main()  # ends with a barrier of all workers
-    exit_skipping_teardown(0)
+    exit_skipping_teardown()
 
 
 if __name__ == "__main__":

@@ -1,25 +1,25 @@
 """scripts/train_distributed_cpu.py: the flags it hands fairseq and how its workers end."""
 
-import importlib.util
 import os
 import subprocess
 import sys
 
 import pytest
 
-from ..helpers.cli import REPO
+from tests.helpers.cli import REPO
 
-LAUNCHER = os.path.join(REPO, "scripts", "train_distributed_cpu.py")
+SCRIPTS = os.path.join(REPO, "scripts")
+sys.path.insert(0, SCRIPTS)
+import train_distributed_cpu  # noqa: E402
 
 # A worker with a thread that keeps asking for the interpreter lock from inside torch's C++ code, as gloo's
 # worker thread does when it finishes fairseq's last barrier after the main thread has returned. It also
 # registers an exit handler and leaves output in the stdout buffer: both must survive the launcher's exit.
 WORKER = f"""
-import atexit, importlib.util, sys, threading, torch
+import atexit, sys, threading, torch
 
-spec = importlib.util.spec_from_file_location("launcher", {LAUNCHER!r})
-launcher = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(launcher)
+sys.path.insert(0, {SCRIPTS!r})
+import train_distributed_cpu
 
 
 def busy():
@@ -32,7 +32,7 @@ atexit.register(print, "exit handler ran")
 threading.Thread(target=busy, daemon=True).start()
 print("trained", end="; ")  # no newline, no flush: still in the buffer at exit
 if sys.argv[1] == "launcher":
-    launcher.exit_skipping_teardown(0)
+    train_distributed_cpu.exit_skipping_teardown()
 """
 
 
@@ -58,12 +58,9 @@ def test_same_worker_left_to_interpreter_teardown_aborts():
 
 
 def test_distributed_flags_name_what_is_missing():
-    spec = importlib.util.spec_from_file_location("train_distributed_cpu", LAUNCHER)
-    launcher = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(launcher)
     with pytest.raises(SystemExit, match="missing RANK, MASTER_PORT"):
-        launcher.distributed_flags({"WORLD_SIZE": "2", "MASTER_ADDR": "localhost"})
-    flags = launcher.distributed_flags(
+        train_distributed_cpu.distributed_flags({"WORLD_SIZE": "2", "MASTER_ADDR": "localhost"})
+    flags = train_distributed_cpu.distributed_flags(
         {"RANK": "1", "WORLD_SIZE": "2", "MASTER_ADDR": "localhost", "MASTER_PORT": "29500"}
     )
     assert flags[flags.index("--distributed-rank") + 1] == "1"
