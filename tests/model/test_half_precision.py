@@ -273,9 +273,9 @@ def test_half_beam_rows_reading_shared_source_keys_match_float32(method, dtype, 
     grouped = []
     attend = BiasedSelfAttention._attend_with_shared
 
-    def recording(self, q, *args):
+    def recording(self, q, *args, **kwargs):
         grouped.append(q.dtype)
-        return attend(self, q, *args)
+        return attend(self, q, *args, **kwargs)
 
     monkeypatch.setattr(BiasedSelfAttention, "_attend_with_shared", recording)
     model = sharpened_model(D, method)

@@ -12,6 +12,7 @@ when it is ruled out, to the math kernel, which upcasts them to float32: both ac
 the softmax and the weighted sum in float32 and round only the output.
 """
 
+import math
 from typing import Optional, Tuple
 
 import torch
@@ -70,6 +71,10 @@ def shared_keys_values(keys: Tensor, values: Tensor) -> KeyValue:
     return keys.transpose(-1, -2).contiguous().transpose(-1, -2), values.contiguous()
 
 
+def _as_float32(t: Tensor) -> Tensor:
+    return t if t.dtype == torch.float32 else t.float()
+
+
 # query dtypes that go through F.scaled_dot_product_attention (with a bias of the same dtype)
 SDPA_DTYPES = (torch.float32, torch.float16, torch.bfloat16)
 
@@ -88,6 +93,9 @@ class BiasedSelfAttention(nn.Module):
         self.k_proj = nn.Linear(embed_dim, embed_dim)
         self.v_proj = nn.Linear(embed_dim, embed_dim)
         self.out_proj = nn.Linear(embed_dim, embed_dim)
+        # the fused projection of decoding steps (see _step_projections), keyed by its parameters' storage
+        # and versions; a plain attribute, so neither the state dict nor `.to()` sees it
+        self._step_weights = None
 
     def _heads(self, x: Tensor) -> Tensor:
         bsz, length, _ = x.shape
@@ -120,14 +128,18 @@ class BiasedSelfAttention(nn.Module):
             (``P = 0`` without a prefix): the concatenation attention needs anyway, so a cache that
             keeps some of this call's keys takes a view of it instead of concatenating again.
         """
-        q = self._heads(self.q_proj(x))  # B x H x T x D
-        k, v = self.keys_values(x)
+        step = shared is not None and not torch.is_grad_enabled()  # a decoding step
+        if step:
+            q, k, v = self._step_projections(x)
+        else:
+            q = self._heads(self.q_proj(x))  # B x H x T x D
+            k, v = self.keys_values(x)
         if prefix is not None:
             k = torch.cat([prefix[0], k], dim=2)
             v = torch.cat([prefix[1], v], dim=2)
         dropout_p = self.dropout if self.training else 0.0
         if shared is not None:
-            out = self._attend_with_shared(q, k, v, shared, attn_bias, dropout_p)
+            out = self._attend_with_shared(q, k, v, shared, attn_bias, dropout_p, q_scaled=step)
         elif q.dtype in SDPA_DTYPES and attn_bias.dtype == q.dtype:
             # A padding query that sees no key gets its scores plus a row of equal minima: a finite
             # softmax, uniform in float32 and bfloat16 (whose minimum absorbs the scores); in
@@ -143,11 +155,44 @@ class BiasedSelfAttention(nn.Module):
         out = out.transpose(1, 2).reshape(bsz, length, self.num_heads * self.head_dim)
         return self.out_proj(out), (k, v)
 
-    def _attend_with_shared(self, q, k, v, shared: KeyValue, attn_bias, dropout_p) -> Tensor:
+    def _step_projections(self, x: Tensor) -> Tuple[Tensor, Tensor, Tensor]:
+        """A decoding step's ``(B, H, T, D)`` queries, scaled by ``D ** -0.5``, keys and values of ``x``.
+
+        One matrix product with the three projections stacked, instead of three: a step feeds one or two
+        tokens per hypothesis, so its products are small and each call costs more than its arithmetic.
+        The scale is folded into the stacked query rows when ``D ** -0.5`` is a power of two (head sizes
+        16, 64, 256): scaling by one is exact, short of float16 weights small enough to turn
+        subnormal. Another scale multiplies the product instead. The products themselves may round
+        differently from three separate ones.
+        The stacked copy (``3 C x C``) is built on the first step and again whenever a parameter is
+        replaced (``.to()``, a reload) or changed in place (its version counter moves).
+        """
+        params = (
+            self.q_proj.weight, self.q_proj.bias, self.k_proj.weight, self.k_proj.bias,
+            self.v_proj.weight, self.v_proj.bias,
+        )  # fmt: skip
+        key = tuple((p.data_ptr(), p.dtype, p._version) for p in params)
+        if self._step_weights is None or self._step_weights[0] != key:
+            scale = self.head_dim**-0.5
+            exact = math.frexp(scale)[0] == 0.5  # a power of two
+            fold = scale if exact else 1.0
+            weight = torch.cat([params[0] * fold, params[2], params[4]])
+            bias = torch.cat([params[1] * fold, params[3], params[5]])
+            self._step_weights = (key, weight, bias, None if exact else scale)
+        _, weight, bias, scale = self._step_weights
+        bsz, length, _ = x.shape
+        qkv = F.linear(x, weight, bias).view(bsz, length, 3, self.num_heads, self.head_dim)
+        q, k, v = qkv.permute(2, 0, 3, 1, 4).unbind(0)  # each B x H x T x D
+        return (q if scale is None else q * scale), k, v
+
+    def _attend_with_shared(
+        self, q, k, v, shared: KeyValue, attn_bias, dropout_p, q_scaled: bool = False
+    ) -> Tensor:
         """Attention over ``[shared | k]`` with one softmax, without copying ``shared`` per row.
 
         Args:
-            q: ``(B, H, T, D)``; k, v: ``(B, H, P+T, D)``; shared: ``(G, H, S, D)`` each, ``B = G * g``.
+            q: ``(B, H, T, D)``, already multiplied by ``D ** -0.5`` when ``q_scaled``; k, v:
+                ``(B, H, P+T, D)``; shared: ``(G, H, S, D)`` each, ``B = G * g``.
             attn_bias: ``(B, H or 1, T, S+P+T)``, any float dtype (added in float32).
         Returns:
             ``(B, H, T, D)``.
@@ -170,14 +215,20 @@ class BiasedSelfAttention(nn.Module):
         # SDPA has one key set per row, so it would need the shared keys copied per row. The scores
         # are matmuls in the compute dtype (q scaled first, so float16 has room; keys are not
         # upcast, which would copy them); only the small (B, H, T, S+P+T) scores go to float32 for
-        # the bias and softmax. Casts are no-ops for float32 models.
-        q = q * self.head_dim**-0.5
+        # the bias and softmax. A float32 model casts nothing (not even a no-op call: a step is
+        # bound by its calls).
+        if not q_scaled:
+            q = q * self.head_dim**-0.5
         shared_scores = to_rows(torch.matmul(to_groups(q), shared_k.transpose(-1, -2)))
         own_scores = torch.matmul(q, k.transpose(-1, -2))  # B x H x T x (P+T)
-        scores = torch.cat([shared_scores, own_scores], -1).float()
-        probs = torch.softmax(scores + attn_bias.float(), dim=-1)
+        scores = torch.cat([shared_scores, own_scores], -1)
+        if scores.dtype == torch.float64:
+            scores = scores.float()
+        # adding the float32 bias promotes half scores to float32 (exactly), with no cast of their own
+        probs = torch.softmax(scores + _as_float32(attn_bias), dim=-1)
         if dropout_p > 0:
             probs = F.dropout(probs, p=dropout_p, training=True)
-        probs = probs.to(v.dtype)
+        if probs.dtype != v.dtype:
+            probs = probs.to(v.dtype)
         shared_probs, own_probs = probs.split([source_len, k.size(2)], dim=-1)
         return to_rows(torch.matmul(to_groups(shared_probs), shared_v)) + torch.matmul(own_probs, v)

@@ -7,6 +7,7 @@ import torch.nn.functional as F
 import torch.utils.checkpoint
 from fairseq import utils
 from fairseq.modules import LayerNorm
+from fairseq.modules import gelu as fairseq_gelu
 from torch import Tensor, nn
 
 from .attention import BiasedSelfAttention, KeyValue, build_attention_bias
@@ -29,6 +30,18 @@ LAYER_PARTS = (
 # the parameters of a UniLMLMHead besides the output weight it shares with the token table
 LM_HEAD_PARTS = ("dense.weight", "dense.bias", "layer_norm.weight", "layer_norm.bias", "bias")
 LM_HEAD_OUTPUT = "weight"
+
+
+def _gelu(x: Tensor) -> Tensor:
+    """fairseq's ``gelu`` (computed in float32, returned in ``x``'s dtype), without its two no-op casts when
+    ``x`` is float32 already: a decoding step's layers are bound by their calls."""
+    return F.gelu(x) if x.dtype == torch.float32 else fairseq_gelu(x)
+
+
+def build_activation(name: str):
+    """``fairseq.utils.get_activation_fn(name)``, with :func:`_gelu` for ``gelu``."""
+    fn = utils.get_activation_fn(name)
+    return _gelu if fn is fairseq_gelu else fn
 
 
 def token_embed_dim(cfg) -> int:
@@ -118,7 +131,7 @@ class UniLMTransformerLayer(nn.Module):
         self.fc1 = nn.Linear(embed_dim, ffn_dim)
         self.fc2 = nn.Linear(ffn_dim, embed_dim)
         self.final_layer_norm = LayerNorm(embed_dim, eps=eps)
-        self.activation_fn = utils.get_activation_fn(activation_fn)
+        self.activation_fn = build_activation(activation_fn)
         self.dropout = dropout
         self.activation_dropout = activation_dropout
 
@@ -152,7 +165,7 @@ class UniLMLMHead(nn.Module):
         super().__init__()
         token_dim = weight.size(1)
         self.dense = nn.Linear(embed_dim, token_dim)
-        self.activation_fn = utils.get_activation_fn(activation_fn)
+        self.activation_fn = build_activation(activation_fn)
         self.layer_norm = LayerNorm(token_dim, eps=eps)
         self.weight = weight
         self.bias = nn.Parameter(torch.zeros(weight.size(0)))
@@ -257,8 +270,8 @@ class UniLMTransformer(nn.Module):
                 f"{(tokens.size(0), tokens.size(1), key_positions.size(1))}"
             )
         attn_bias = self.attention_bias(positions, key_positions, visible, self.compute_dtype(tokens.device))
-        if shared is not None:  # attention over shared keys adds it in float32: cast once, not per layer
-            attn_bias = attn_bias.float()
+        if shared is not None and attn_bias.dtype != torch.float32:
+            attn_bias = attn_bias.float()  # attention over shared keys adds it in float32: cast once here
         x = self.embeddings(tokens, segments, positions)
         # no recomputation without a backward pass (validation, decoding with cached keys)
         checkpoint = self.checkpoint_activations and torch.is_grad_enabled()
