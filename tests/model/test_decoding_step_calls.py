@@ -16,6 +16,7 @@ from unilm_fairseq import seq2seq_layout
 from unilm_fairseq.modules.attention import BiasedSelfAttention
 from unilm_fairseq.modules.transformer import build_activation
 
+from ..helpers.host_reads import dispatched_calls
 from ..helpers.seq2seq import (
     EOS,
     TOL,
@@ -117,17 +118,7 @@ def step_calls(model, steps=3):
             model.decoder(prev[:, : t + 1], encoder_out, incremental_state=state)
         with profile(activities=[ProfilerActivity.CPU]) as prof:
             model.decoder(prev, encoder_out, incremental_state=state)
-    return [e.name for e in prof.events() if not within_a_call(e)]
-
-
-def within_a_call(event) -> bool:
-    """Whether an aten event was made inside another aten call (not dispatched from Python)."""
-    parent = event.cpu_parent
-    while parent is not None:
-        if parent.name.startswith("aten::"):
-            return True
-        parent = parent.cpu_parent
-    return False
+    return dispatched_calls(prof)
 
 
 def test_a_float32_step_projects_once_per_layer_and_casts_nothing():
@@ -162,3 +153,26 @@ def test_other_activations_are_fairseqs():
 
     for name in ("relu", "gelu_accurate", "tanh"):
         assert build_activation(name) is utils.get_activation_fn(name)
+
+
+def test_a_reorder_copies_every_layers_keys_and_values_in_one_call():
+    model = sharpened_model(D, "pseudo_masked", encoder_embed_dim=32, encoder_attention_heads=2)
+    src_tokens = collate(pairs_dataset("pseudo_masked"))["net_input"]["src_tokens"]
+    prev = torch.full((src_tokens.size(0), 3), EOS)
+    state = {}
+    with torch.no_grad():
+        encoder_out = model.encoder(src_tokens)
+        for t in range(3):
+            model.decoder(prev[:, : t + 1], encoder_out, incremental_state=state)
+        before = model.decoder.get_incremental_state(state, "cache")
+        order = torch.tensor([2, 0, 0])
+        with profile(activities=[ProfilerActivity.CPU]) as prof:
+            model.decoder.reorder_incremental_state(state, order)
+    after = model.decoder.get_incremental_state(state, "cache")
+    calls = dispatched_calls(prof)
+    assert calls.count("aten::index_select") == len(before) == 3  # keys and values, positions, next position
+    layers = len(model.encoder.transformer.layers)
+    assert after["kv"].shape == (layers, 2, 3, 2, 2, 16)  # L x 2 x B x H x P x D, two tokens cached
+    for row, source_row in enumerate(order.tolist()):
+        assert torch.equal(after["kv"][:, :, row], before["kv"][:, :, source_row])
+        assert torch.equal(after["key_positions"][row], before["key_positions"][source_row])

@@ -12,6 +12,7 @@ import pytest
 import torch
 from fairseq import utils
 from fairseq.data import data_utils
+from torch.profiler import ProfilerActivity, profile
 
 from unilm_fairseq import seq2seq_layout
 from unilm_fairseq.checkpoint.unilmv2_init import load_pretrained_weights
@@ -22,6 +23,7 @@ from unilm_fairseq.models.unilmv2 import POSITION_TABLE
 from unilm_fairseq.seq2seq_layout import Seq2SeqSpec
 from unilm_fairseq.tasks.unilm_seq2seq import _TokenList
 
+from ..helpers.host_reads import dispatched_calls
 from ..helpers.models import make_dictionary, save_checkpoint, tiny_model
 from ..helpers.seq2seq import (
     EOS,
@@ -207,9 +209,9 @@ def test_cache_holds_only_real_tokens(method):
             cache = model.decoder.get_incremental_state(state, "cache")
             # causal also caches its start token [EOS], fed at step 0 at the first target position
             cached = t + 1 if method == "causal" else t
-            for layer in range(len(model.transformer.layers)):
-                assert cache[f"k{layer}"].shape[2] == cached  # the source's keys stay in encoder_out
-                assert cache[f"v{layer}"].shape[2] == cached
+            layers, heads = len(model.transformer.layers), model.transformer.layers[0].self_attn.num_heads
+            # every layer's keys and values, of the cached tokens only (the source's stay in encoder_out)
+            assert cache["kv"].shape[:5] == (layers, 2, 3, heads, cached)
             for i, item in enumerate(items):
                 first = first_target_position(method, item)
                 assert cache["key_positions"][i].tolist() == list(range(first, first + cached))
@@ -224,8 +226,8 @@ def test_cache_holds_only_real_tokens(method):
             visible = seq2seq_mask(n, tokens.size(1) - n).unsqueeze(0)
             _, kv = model.transformer(tokens, segments, positions, visible)
             for layer, (k, v) in enumerate(kv):
-                assert torch.allclose(cache[f"k{layer}"][i], k[0, :, n:], atol=TOL)
-                assert torch.allclose(cache[f"v{layer}"][i], v[0, :, n:], atol=TOL)
+                assert torch.allclose(cache["kv"][layer, 0, i], k[0, :, n:], atol=TOL)
+                assert torch.allclose(cache["kv"][layer, 1, i], v[0, :, n:], atol=TOL)
 
 
 def first_target_position(method, item):
@@ -253,6 +255,29 @@ def test_shared_source_keys_equal_per_row_source(method, new_order):
     shared = teacher_forced_logits(model, src_tokens, prev, new_order)
     per_row = teacher_forced_logits(model, src_tokens[new_order], prev)  # every row its own sentence
     assert torch.allclose(shared, per_row, atol=TOL), (shared - per_row).abs().max()
+
+
+def test_beam_reorders_keep_the_shared_keys_and_regroup_only_when_rows_change():
+    model = decoding_model("masked")
+    items = [pairs_dataset("masked")[i] for i in range(3)]
+    src_tokens = data_utils.collate_tokens([it["source"] for it in items], PAD, left_pad=True)
+    with torch.no_grad():
+        encoder_out = model.encoder.reorder_encoder_out(
+            model.encoder(src_tokens), torch.tensor([0, 0, 1, 1, 2, 2])
+        )
+        keys = encoder_out["keys"][0]
+        # a beam step: every row stays in its sentence's block, the keys are the same tensors, and the
+        # host reads one answer (torch.equal) instead of grouping the rows again
+        order = torch.tensor([1, 1, 2, 3, 5, 4])
+        with profile(activities=[ProfilerActivity.CPU]) as prof:
+            beam = model.encoder.reorder_encoder_out(encoder_out, order)
+        assert beam["keys"][0] is keys and beam["rows"][0].tolist() == [0, 0, 1, 1, 2, 2]
+        per_row = len(encoder_out) - 2  # every entry but the keys and values
+        assert dispatched_calls(prof) == ["aten::index_select"] * per_row + ["aten::equal"]
+        # same size, rows crossing sentences: the keys are copied per row, and read as such
+        crossed = model.encoder.reorder_encoder_out(encoder_out, torch.tensor([2, 0, 1, 3, 4, 5]))
+        assert crossed["keys"][0].size(0) == 6 and crossed["rows"][0].tolist() == list(range(6))
+        assert torch.equal(crossed["keys"][0][0], keys[1]) and torch.equal(crossed["keys"][0][1], keys[0])
 
 
 def test_sentence_groups():

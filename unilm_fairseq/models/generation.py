@@ -172,13 +172,18 @@ class UniLMSourceEncoder(FairseqEncoder):
         one block of consecutive rows, as the decoder expects: beam search's orders keep the copies
         as they are, or (finished sentences left the batch) gather the remaining ones once; any
         other order gets one copy per row. Reads the new order back to the host, here rather than
-        in every decoding step.
+        in every decoding step: once for an order that keeps every row in its block (each step of
+        beam search), a few times when the rows change.
         """
         reordered = {
             key: ts if key in PER_SENTENCE else [t.index_select(0, new_order) for t in ts]
             for key, ts in encoder_out.items()
         }
         rows = reordered["rows"][0]
+        # `rows` is in blocks before the reorder (built so, and every reorder leaves it so): unchanged,
+        # it still is
+        if rows.size(0) == encoder_out["rows"][0].size(0) and torch.equal(rows, encoder_out["rows"][0]):
+            return reordered
         sentences = sentence_groups(rows)
         if sentences is not None and len(sentences) == encoder_out["keys"][0].size(0):
             return reordered  # increasing, so all of them: the blocks read the copies in order
@@ -238,10 +243,12 @@ class UniLMIncrementalDecoder(FairseqIncrementalDecoder):
         cache = self.get_incremental_state(incremental_state, "cache")
         if cache is None:  # first step: no target token yet
             keys = encoder_out["keys"][0]
-            empty = keys.new_zeros(bsz, keys.size(1), 0, keys.size(3))
-            cache = {f"{kv}{i}": empty for i in range(len(encoder_out["keys"])) for kv in "kv"}
-            cache["key_positions"] = encoder_out["positions"][0].new_zeros(bsz, 0)
-            cache["next_position"] = encoder_out["lengths"][0]
+            cache = {
+                # every layer's keys and values in one tensor: L x 2 x B x H x P x D
+                "kv": keys.new_zeros(len(encoder_out["keys"]), 2, bsz, keys.size(1), 0, keys.size(3)),
+                "key_positions": encoder_out["positions"][0].new_zeros(bsz, 0),
+                "next_position": encoder_out["lengths"][0],
+            }
         step = tokens.size(1) - 1
         position = cache["next_position"]
         new_tokens, new_positions = [], []
@@ -262,8 +269,11 @@ class UniLMIncrementalDecoder(FairseqIncrementalDecoder):
         )
         # each copy of the source is read by a block of consecutive rows (reorder_encoder_out)
         shared = list(zip(encoder_out["keys"], encoder_out["values"]))
-        prefix = [(cache[f"k{i}"], cache[f"v{i}"]) for i in range(len(encoder_out["keys"]))]
-        hidden, kv = self.transformer(
+        cached_kv = cache["kv"]
+        prefix = [layer.unbind(0) for layer in cached_kv.unbind(0)]
+        # the layers write [cached | fed tokens] here, the real token first
+        new_kv = cached_kv.new_empty(cached_kv.shape[:4] + (cached_kv.size(4) + x.size(1), cached_kv.size(5)))
+        hidden, _ = self.transformer(
             x,
             torch.full_like(x, self.spec.target_segment),
             positions,
@@ -271,13 +281,11 @@ class UniLMIncrementalDecoder(FairseqIncrementalDecoder):
             prefix=prefix,
             prefix_positions=torch.cat([encoder_out["positions"][0], cache["key_positions"]], 1),
             shared=shared,
+            kv_out=new_kv,
         )
-        if fed:  # cache the real token only, never the mask token
-            # kv holds [cached | fed tokens], the real token first: a view, no second copy (the next
+        if fed:  # cache the real token only, never the mask token: a view, no second copy (the next
             # reorder copies it anyway)
-            cached = cache["key_positions"].size(1) + 1
-            for i, (k, v) in enumerate(kv):
-                cache[f"k{i}"], cache[f"v{i}"] = k[:, :, :cached], v[:, :, :cached]
+            cache["kv"] = new_kv.narrow(4, 0, cached_kv.size(4) + 1)
             cache["key_positions"] = torch.cat([cache["key_positions"], position.unsqueeze(1)], 1)
             cache["next_position"] = position + 1
         self.set_incremental_state(incremental_state, "cache", cache)
@@ -319,5 +327,7 @@ class UniLMIncrementalDecoder(FairseqIncrementalDecoder):
     def reorder_incremental_state(self, incremental_state, new_order):
         cache = self.get_incremental_state(incremental_state, "cache")
         if cache is not None:
-            cache = {key: value.index_select(0, new_order) for key, value in cache.items()}
+            # rows are dimension 2 of the keys and values (L x 2 x B x H x P x D), 0 elsewhere
+            rows = {"kv": 2}
+            cache = {key: value.index_select(rows.get(key, 0), new_order) for key, value in cache.items()}
             self.set_incremental_state(incremental_state, "cache", cache)

@@ -111,6 +111,7 @@ class BiasedSelfAttention(nn.Module):
         attn_bias: Tensor,
         prefix: Optional[KeyValue] = None,
         shared: Optional[KeyValue] = None,
+        kv_out: Optional[Tensor] = None,
     ) -> Tuple[Tensor, KeyValue]:
         """
         Args:
@@ -123,6 +124,8 @@ class BiasedSelfAttention(nn.Module):
                 group ``b // g``. Beam search keeps one copy of the source per sentence this way
                 instead of one per hypothesis. Any layout; :func:`shared_keys_values`'s is read in
                 place.
+            kv_out: ``(2, B, H, P+T, C/H)``, where to write the keys and values of ``[prefix | x]``
+                (outside autograd: a decoding step keeps every layer's in one tensor).
         Returns:
             ``(B, T, C)`` output and the ``(keys, values)`` of ``[prefix | x]``, ``(B, H, P+T, C/H)``
             (``P = 0`` without a prefix): the concatenation attention needs anyway, so a cache that
@@ -134,7 +137,11 @@ class BiasedSelfAttention(nn.Module):
         else:
             q = self._heads(self.q_proj(x))  # B x H x T x D
             k, v = self.keys_values(x)
-        if prefix is not None:
+        if kv_out is not None:
+            k_out, v_out = kv_out.unbind(0)
+            k = torch.cat([prefix[0], k], dim=2, out=k_out) if prefix is not None else k_out.copy_(k)
+            v = torch.cat([prefix[1], v], dim=2, out=v_out) if prefix is not None else v_out.copy_(v)
+        elif prefix is not None:
             k = torch.cat([prefix[0], k], dim=2)
             v = torch.cat([prefix[1], v], dim=2)
         dropout_p = self.dropout if self.training else 0.0

@@ -141,8 +141,9 @@ class UniLMTransformerLayer(nn.Module):
         attn_bias: Tensor,
         prefix: Optional[KeyValue] = None,
         shared: Optional[KeyValue] = None,
+        kv_out: Optional[Tensor] = None,
     ):
-        attn, new_kv = self.self_attn(x, attn_bias, prefix, shared)
+        attn, new_kv = self.self_attn(x, attn_bias, prefix, shared, kv_out)
         x = self.self_attn_layer_norm(x + self._dropout(attn, self.dropout))
         h = self._dropout(self.activation_fn(self.fc1(x)), self.activation_dropout)
         x = self.final_layer_norm(x + self._dropout(self.fc2(h), self.dropout))
@@ -247,6 +248,7 @@ class UniLMTransformer(nn.Module):
         prefix_positions: Optional[Tensor] = None,
         shared: Optional[List[KeyValue]] = None,
         keys_values_only: bool = False,
+        kv_out: Optional[Tensor] = None,
     ) -> Tuple[Optional[Tensor], List[KeyValue]]:
         """
         Args:
@@ -258,6 +260,9 @@ class UniLMTransformer(nn.Module):
                 consecutive rows (the source of a sentence, shared by its beam hypotheses).
             keys_values_only: skip the last layer's attention and feed-forward, which only its hidden
                 states need (cached decoding of a source reads the keys and values alone).
+            kv_out: ``(L, 2, B, H, P+T, D)``: every layer writes its ``[prefix | tokens]`` keys and values
+                there instead of into a tensor of its own (decoding, outside autograd: the cache is
+                then one tensor, reordered by one call per step). Not with ``keys_values_only``.
         Returns:
             hidden states ``(B, T, C)`` (None with ``keys_values_only``) and per-layer
             ``(keys, values)`` ``(B, H, P+T, D)`` of ``[prefix | tokens]`` (``P = 0`` without a
@@ -276,9 +281,12 @@ class UniLMTransformer(nn.Module):
         # no recomputation without a backward pass (validation, decoding with cached keys)
         checkpoint = self.checkpoint_activations and torch.is_grad_enabled()
         new_kv = []
+        if kv_out is not None and keys_values_only:
+            raise ValueError("kv_out does not combine with keys_values_only")
+        layers_out = kv_out.unbind(0) if kv_out is not None else [None] * len(self.layers)
         for i, layer in enumerate(self.layers[: len(self.layers) - 1 if keys_values_only else None]):
             layer_prefix = None if prefix is None else prefix[i]
-            inputs = (x, attn_bias, layer_prefix, None if shared is None else shared[i])
+            inputs = (x, attn_bias, layer_prefix, None if shared is None else shared[i], layers_out[i])
             if checkpoint:
                 # non-reentrant: gradients reach the cached (keys, values) tuples and the returned ones
                 x, kv = torch.utils.checkpoint.checkpoint(layer, *inputs, use_reentrant=False)
