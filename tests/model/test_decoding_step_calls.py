@@ -176,3 +176,21 @@ def test_a_reorder_copies_every_layers_keys_and_values_in_one_call():
     for row, source_row in enumerate(order.tolist()):
         assert torch.equal(after["kv"][:, :, row], before["kv"][:, :, source_row])
         assert torch.equal(after["key_positions"][row], before["key_positions"][source_row])
+
+
+def test_cached_steps_with_autograd_on_give_the_same_logits_and_gradients_reach_the_weights():
+    """Outside ``torch.no_grad`` the step takes the plain projections and stacks the cache itself."""
+    model = sharpened_model(D, "pseudo_masked", encoder_embed_dim=32, encoder_attention_heads=2)
+    src_tokens = collate(pairs_dataset("pseudo_masked"))["net_input"]["src_tokens"]
+    prev = torch.full((src_tokens.size(0), 3), EOS)
+    reference = teacher_forced_logits(model, src_tokens, prev)
+    state, steps = {}, []
+    encoder_out = model.encoder(src_tokens)
+    for t in range(prev.size(1)):
+        logits, _ = model.decoder(prev[:, : t + 1], encoder_out, incremental_state=state)
+        steps.append(logits[:, 0])
+    with_grad = torch.stack(steps, 1)
+    assert torch.allclose(with_grad, reference, atol=TOL), (with_grad - reference).abs().max()
+    with_grad.logsumexp(-1).sum().backward()
+    grad = model.encoder.transformer.layers[0].self_attn.k_proj.weight.grad
+    assert grad is not None and grad.abs().sum() > 0

@@ -271,9 +271,11 @@ class UniLMIncrementalDecoder(FairseqIncrementalDecoder):
         shared = list(zip(encoder_out["keys"], encoder_out["values"]))
         cached_kv = cache["kv"]
         prefix = [layer.unbind(0) for layer in cached_kv.unbind(0)]
-        # the layers write [cached | fed tokens] here, the real token first
-        new_kv = cached_kv.new_empty(cached_kv.shape[:4] + (cached_kv.size(4) + x.size(1), cached_kv.size(5)))
-        hidden, _ = self.transformer(
+        new_kv = None
+        if not torch.is_grad_enabled():  # the layers write [cached | fed tokens] here, the real token first
+            new_shape = cached_kv.shape[:4] + (cached_kv.size(4) + x.size(1), cached_kv.size(5))
+            new_kv = cached_kv.new_empty(new_shape)
+        hidden, kv = self.transformer(
             x,
             torch.full_like(x, self.spec.target_segment),
             positions,
@@ -283,6 +285,8 @@ class UniLMIncrementalDecoder(FairseqIncrementalDecoder):
             shared=shared,
             kv_out=new_kv,
         )
+        if new_kv is None:  # a caller differentiating through the step: stacked, with gradients
+            new_kv = torch.stack([torch.stack(layer) for layer in kv])
         if fed:  # cache the real token only, never the mask token: a view, no second copy (the next
             # reorder copies it anyway)
             cache["kv"] = new_kv.narrow(4, 0, cached_kv.size(4) + 1)

@@ -168,8 +168,8 @@ class BiasedSelfAttention(nn.Module):
         One matrix product with the three projections stacked, instead of three: a step feeds one or two
         tokens per hypothesis, so its products are small and each call costs more than its arithmetic.
         The scale is folded into the stacked query rows when ``D ** -0.5`` is a power of two (head sizes
-        16, 64, 256): scaling by one is exact, short of float16 weights small enough to turn
-        subnormal. Another scale multiplies the product instead. The products themselves may round
+        16, 64, 256): scaling by a power of two is exact, short of float16 weights small enough to
+        turn subnormal. Another scale multiplies the product instead. The products themselves may round
         differently from three separate ones.
         The stacked copy (``3 C x C``) is built on the first step and again whenever a parameter is
         replaced (``.to()``, a reload) or changed in place (its version counter moves).
