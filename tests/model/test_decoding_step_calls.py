@@ -47,7 +47,7 @@ def test_stacked_step_projections_equal_the_separate_ones(embed_dim, heads, fold
     with torch.no_grad():
         stacked = attn._step_projections(x)
         expected = separate_projections(attn, x)
-    assert (attn._step_weights[3] is None) == folded
+    assert (attn._step_weights.scale is None) == folded
     for got, want in zip(stacked, expected):
         assert got.shape == want.shape == (5, heads, 2, embed_dim // heads)
         assert torch.allclose(got, want, atol=1e-6), (got - want).abs().max()
@@ -76,7 +76,7 @@ def test_stacked_weights_follow_every_change_of_the_projections():
     check()
     attn.double()  # new storage, new dtype
     check()
-    assert attn._step_weights[1].dtype == torch.float64
+    assert attn._step_weights.weight.dtype == torch.float64
 
 
 def test_stacked_weights_stay_out_of_the_state_dict_and_copies():
@@ -101,7 +101,7 @@ def test_power_of_two_heads_decode_as_they_train(method):
     src_tokens = collate(pairs_dataset(method))["net_input"]["src_tokens"]
     trained, targets = training_logprobs(model, method)
     decoded = incremental_logprobs(model, src_tokens, targets)
-    assert model.encoder.transformer.layers[0].self_attn._step_weights[3] is None  # the folded branch ran
+    assert model.encoder.transformer.layers[0].self_attn._step_weights.scale is None  # the folded branch ran
     for i, (a, b) in enumerate(zip(trained, decoded)):
         assert torch.allclose(a, b, atol=TOL), (method, i, (a - b).abs().max())
 

@@ -13,7 +13,7 @@ the softmax and the weighted sum in float32 and round only the output.
 """
 
 import math
-from typing import Optional, Tuple
+from typing import NamedTuple, Optional, Tuple
 
 import torch
 import torch.nn.functional as F
@@ -71,6 +71,15 @@ def shared_keys_values(keys: Tensor, values: Tensor) -> KeyValue:
     return keys.transpose(-1, -2).contiguous().transpose(-1, -2), values.contiguous()
 
 
+class StackedProjection(NamedTuple):
+    """A decoding step's q/k/v projections as one matrix (``BiasedSelfAttention._step_projections``)."""
+
+    key: tuple  # (storage, dtype, version) of each parameter it was built from
+    weight: Tensor  # 3C x C: query rows (scaled when `scale` is None), then key rows, then value rows
+    bias: Tensor  # 3C
+    scale: Optional[float]  # the query scale still to apply to the product, or None when folded in
+
+
 def _as_float32(t: Tensor) -> Tensor:
     return t if t.dtype == torch.float32 else t.float()
 
@@ -93,9 +102,9 @@ class BiasedSelfAttention(nn.Module):
         self.k_proj = nn.Linear(embed_dim, embed_dim)
         self.v_proj = nn.Linear(embed_dim, embed_dim)
         self.out_proj = nn.Linear(embed_dim, embed_dim)
-        # the fused projection of decoding steps (see _step_projections), keyed by its parameters' storage
-        # and versions; a plain attribute, so neither the state dict nor `.to()` sees it
-        self._step_weights = None
+        # the stacked projection of decoding steps (_step_projections); a plain attribute, so neither the
+        # state dict nor `.to()` sees it
+        self._step_weights: Optional[StackedProjection] = None
 
     def _heads(self, x: Tensor) -> Tensor:
         bsz, length, _ = x.shape
@@ -179,18 +188,21 @@ class BiasedSelfAttention(nn.Module):
             self.v_proj.weight, self.v_proj.bias,
         )  # fmt: skip
         key = tuple((p.data_ptr(), p.dtype, p._version) for p in params)
-        if self._step_weights is None or self._step_weights[0] != key:
+        stacked = self._step_weights
+        if stacked is None or stacked.key != key:
             scale = self.head_dim**-0.5
             exact = math.frexp(scale)[0] == 0.5  # a power of two
             fold = scale if exact else 1.0
-            weight = torch.cat([params[0] * fold, params[2], params[4]])
-            bias = torch.cat([params[1] * fold, params[3], params[5]])
-            self._step_weights = (key, weight, bias, None if exact else scale)
-        _, weight, bias, scale = self._step_weights
+            stacked = self._step_weights = StackedProjection(
+                key,
+                torch.cat([params[0] * fold, params[2], params[4]]),
+                torch.cat([params[1] * fold, params[3], params[5]]),
+                None if exact else scale,
+            )
         bsz, length, _ = x.shape
-        qkv = F.linear(x, weight, bias).view(bsz, length, 3, self.num_heads, self.head_dim)
+        qkv = F.linear(x, stacked.weight, stacked.bias).view(bsz, length, 3, self.num_heads, self.head_dim)
         q, k, v = qkv.permute(2, 0, 3, 1, 4).unbind(0)  # each B x H x T x D
-        return (q if scale is None else q * scale), k, v
+        return (q if stacked.scale is None else q * stacked.scale), k, v
 
     def _attend_with_shared(
         self, q, k, v, shared: KeyValue, attn_bias, dropout_p, q_scaled: bool = False
