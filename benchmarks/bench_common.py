@@ -144,6 +144,14 @@ def _nested_op(event) -> bool:
     return False
 
 
+def dispatched_calls(prof) -> List[str]:
+    """Names of the aten ops a ``torch.profiler`` run dispatched from Python or autograd, in order (what
+    :func:`profile_counts` counts as ``ops``): what a GPU's host pays for one by one."""
+    return [
+        event.name for event in prof.events() if event.name.startswith("aten::") and not _nested_op(event)
+    ]
+
+
 # profile_counts' keys as the benchmarks' tables name them, and those a CPU profile measures
 CPU_COUNTS = ("ops", "host_reads")
 PROFILE_COUNT_LABELS = {

@@ -37,20 +37,3 @@ def no_host_reads(reads=HOST_READS):
                 delattr(torch.Tensor, name)  # inherited from torch's C base class
             else:
                 setattr(torch.Tensor, name, method)
-
-
-def dispatched_calls(prof) -> list:
-    """Names of the aten calls a ``torch.profiler`` run made from Python, in order (not those made inside
-    another aten call): what a GPU's host pays for one by one."""
-    return [
-        event.name for event in prof.events() if event.name.startswith("aten::") and not _within_a_call(event)
-    ]
-
-
-def _within_a_call(event) -> bool:
-    parent = event.cpu_parent
-    while parent is not None:
-        if parent.name.startswith("aten::"):
-            return True
-        parent = parent.cpu_parent
-    return False

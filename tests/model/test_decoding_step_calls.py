@@ -16,7 +16,7 @@ from unilm_fairseq import seq2seq_layout
 from unilm_fairseq.modules.attention import BiasedSelfAttention
 from unilm_fairseq.modules.transformer import build_activation
 
-from ..helpers.host_reads import dispatched_calls
+from ..helpers.benchmarks import dispatched_calls
 from ..helpers.seq2seq import (
     EOS,
     TOL,
@@ -30,6 +30,11 @@ from ..helpers.seq2seq import (
 )
 
 pytestmark = pytest.mark.usefixtures("one_thread")
+
+
+def head16_model(method):
+    """The decoding test model with 2 heads of 16: its query scale, 0.25, folds into the stacked weights."""
+    return sharpened_model(D, method, encoder_embed_dim=32, encoder_attention_heads=2)
 
 
 def separate_projections(attn: BiasedSelfAttention, x):
@@ -96,7 +101,7 @@ def test_stacked_weights_stay_out_of_the_state_dict_and_copies():
 @pytest.mark.parametrize("method", seq2seq_layout.METHODS)
 def test_power_of_two_heads_decode_as_they_train(method):
     """The folded scale (head size 16) on the whole model: cached decoding equals the training forward."""
-    model = sharpened_model(D, method, encoder_embed_dim=32, encoder_attention_heads=2)
+    model = head16_model(method)
     assert model.encoder.transformer.layers[0].self_attn.head_dim == 16
     src_tokens = collate(pairs_dataset(method))["net_input"]["src_tokens"]
     trained, targets = training_logprobs(model, method)
@@ -122,7 +127,7 @@ def step_calls(model, steps=3):
 
 
 def test_a_float32_step_projects_once_per_layer_and_casts_nothing():
-    model = sharpened_model(D, "pseudo_masked", encoder_embed_dim=32, encoder_attention_heads=2)
+    model = head16_model("pseudo_masked")
     calls = step_calls(model)
     layers = len(model.encoder.transformer.layers)
     # per layer: stacked q/k/v, output projection, fc1, fc2; then the LM head's dense and output layers
@@ -135,7 +140,7 @@ def test_a_float32_step_projects_once_per_layer_and_casts_nothing():
 def test_a_bfloat16_step_casts_only_where_it_computes_in_float32():
     """The attention bias to float32 once; per layer the probabilities back to bfloat16 (the scores reach
     float32 by adding the bias) and fairseq's float32 gelu (its two casts, also in the LM head)."""
-    model = sharpened_model(D, "pseudo_masked", encoder_embed_dim=32, encoder_attention_heads=2)
+    model = head16_model("pseudo_masked")
     calls = step_calls(model.to(torch.bfloat16))
     layers = len(model.encoder.transformer.layers)
     assert calls.count("aten::to") + calls.count("aten::type_as") == 1 + 3 * layers + 2
@@ -156,7 +161,7 @@ def test_other_activations_are_fairseqs():
 
 
 def test_a_reorder_copies_every_layers_keys_and_values_in_one_call():
-    model = sharpened_model(D, "pseudo_masked", encoder_embed_dim=32, encoder_attention_heads=2)
+    model = head16_model("pseudo_masked")
     src_tokens = collate(pairs_dataset("pseudo_masked"))["net_input"]["src_tokens"]
     prev = torch.full((src_tokens.size(0), 3), EOS)
     state = {}
@@ -180,7 +185,7 @@ def test_a_reorder_copies_every_layers_keys_and_values_in_one_call():
 
 def test_cached_steps_with_autograd_on_give_the_same_logits_and_gradients_reach_the_weights():
     """Outside ``torch.no_grad`` the step takes the plain projections and stacks the cache itself."""
-    model = sharpened_model(D, "pseudo_masked", encoder_embed_dim=32, encoder_attention_heads=2)
+    model = head16_model("pseudo_masked")
     src_tokens = collate(pairs_dataset("pseudo_masked"))["net_input"]["src_tokens"]
     prev = torch.full((src_tokens.size(0), 3), EOS)
     reference = teacher_forced_logits(model, src_tokens, prev)

@@ -23,7 +23,7 @@ from unilm_fairseq.models.unilmv2 import POSITION_TABLE
 from unilm_fairseq.seq2seq_layout import Seq2SeqSpec
 from unilm_fairseq.tasks.unilm_seq2seq import _TokenList
 
-from ..helpers.host_reads import dispatched_calls
+from ..helpers.benchmarks import dispatched_calls
 from ..helpers.models import make_dictionary, save_checkpoint, tiny_model
 from ..helpers.seq2seq import (
     EOS,

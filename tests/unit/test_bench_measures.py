@@ -2,7 +2,6 @@
 training benchmark in fairseq's --fp16 with its utilization and profile tables (what scripts/gpu_check.sh
 runs at base size on a GPU)."""
 
-import importlib.util
 import os
 import subprocess
 import sys
@@ -12,16 +11,15 @@ import torch
 import torch.nn.functional as F
 from torch.utils import flop_counter
 
+from ..helpers import benchmarks as helpers
+
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 BENCHMARKS = os.path.join(REPO, "benchmarks")
 
 
 @pytest.fixture(scope="module")
 def bench_common():
-    spec = importlib.util.spec_from_file_location("bench_common", os.path.join(BENCHMARKS, "bench_common.py"))
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return helpers.bench_common()
 
 
 def test_counted_flops_of_a_linear_layer_forward_and_backward(bench_common):
@@ -58,6 +56,8 @@ def test_profile_counts_top_level_ops_and_host_reads(bench_common):
     # add, relu, sum, item, max, item, gt, index: the ops inside them (item's read, copies, nonzero)
     # are not dispatches
     assert counts["ops"] == 8
+    calls = ["aten::add", "aten::relu", "aten::sum", "aten::item", "aten::max", "aten::item", "aten::gt"]
+    assert bench_common.dispatched_calls(prof) == calls + ["aten::index"]
     assert counts["host_reads"] == 3
     assert counts["kernels"] == counts["syncs"] == counts["copies_to_host"] == 0
 
