@@ -64,6 +64,14 @@ def test_learns_copy_task_to_high_rouge(copy_bin, method):
     assert len(hyps) == 40  # --required-batch-size-multiple 1: nothing dropped
     rouge_l = float(re.search(r"ROUGE-L = ([\d.]+)", out.stdout).group(1))
     assert rouge_l > 90, out.stdout[-2000:]
+    if method == "pseudo_masked":  # the task's fixed-shape decoding steps: the same hypotheses
+        static = run_cli(["fairseq-generate", str(copy_bin / "bin"), "--user-dir", "unilm_fairseq", "--task",
+                          "unilm_seq2seq", "--path", str(checkpoint), "--gen-subset", "test", "--beam", "4",
+                          "--batch-size", "16", "--required-batch-size-multiple", "1", "--cpu",
+                          "--decoding-step", "static"])  # fmt: skip
+        assert sorted(re.findall(r"^H-(\d+)\t\S+\t(.*)$", static.stdout, re.M)) == sorted(
+            re.findall(r"^H-(\d+)\t\S+\t(.*)$", out.stdout, re.M)
+        )
 
 
 def test_interactive_copies_input(copy_bin):

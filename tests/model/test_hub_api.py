@@ -172,6 +172,28 @@ def test_generate_nbest(hubs):
         hub.generate(texts, beam=4, nbest=0)
 
 
+def test_generate_with_fixed_shape_steps(hubs, monkeypatch):
+    """``generate(decoding_step=...)``: the task's --decoding-step for one call."""
+    from unilm_fairseq.models.generation import StaticDecodingStep
+
+    hub = hubs["pseudo_masked"]
+    eager = hub.generate(list(SOURCES), beam=4, nbest=4, max_len_b=MAX_LEN_B)
+    built = []
+    init = StaticDecodingStep.__init__
+    monkeypatch.setattr(
+        StaticDecodingStep, "__init__", lambda self, *a, **k: built.append(1) or init(self, *a, **k)
+    )
+    static = hub.generate(list(SOURCES), beam=4, nbest=4, max_len_b=MAX_LEN_B, decoding_step="static")
+    assert built and hub.task.cfg.decoding_step == "eager"  # for that call only
+    for hypos_a, hypos_b in zip(static, eager):
+        assert [h["tokens"].tolist() for h in hypos_a] == [h["tokens"].tolist() for h in hypos_b]
+        assert (
+            max(abs(float(a["score"]) - float(b["score"])) for a, b in zip(hypos_a, hypos_b)) < DECODING_TOL
+        )
+    with pytest.raises(ValueError, match="one of"):  # the config refuses it (old configs: the decoder)
+        hub.generate(list(SOURCES), decoding_step="graph")
+
+
 def test_the_model_class_loads_the_same_interface(folders, hubs):
     assert UniLMModel is UniLMHubInterface
     for method, folder in folders.items():
@@ -272,3 +294,8 @@ def test_palm_score_equals_the_training_forward(palm):
         torch.testing.assert_close(
             result["positional_scores"], hypo["positional_scores"].cpu(), atol=DECODING_TOL, rtol=0
         )
+
+
+def test_palm_has_no_fixed_shape_steps(palm):
+    with pytest.raises(TypeError, match="decoding_step is an option of the unilm_seq2seq task's models"):
+        palm.generate(list(SOURCES), beam=2, max_len_b=MAX_LEN_B, decoding_step="static")

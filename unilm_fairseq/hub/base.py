@@ -20,6 +20,7 @@ or cast the model, and inputs follow it. ``UniLMv2Model.from_pretrained(...)`` r
 ``UniLMModel`` is another name of the class.
 """
 
+import contextlib
 import copy
 import dataclasses
 import json
@@ -175,6 +176,7 @@ class UniLMHubInterface(GeneratorHubInterface):
         temperature: float = 1.0,
         batch_size: Optional[int] = None,
         max_tokens: Optional[int] = None,
+        decoding_step: Optional[str] = None,
         **options,
     ):
         """Generate from raw text or from token ids, in batches, on the model's device.
@@ -191,6 +193,8 @@ class UniLMHubInterface(GeneratorHubInterface):
         ``--lenpen-style`` and ``--no-repeat-ngram-exempt`` for this call; unset, the task's values hold.
         ``nbest`` hypotheses per input come back, best first; beam search (or sampling) keeps ``beam`` of
         them, so ``nbest`` must be between 1 and ``beam`` (a ``ValueError`` otherwise).
+        ``decoding_step`` (``"eager"``, ``"static"`` or ``"cuda_graph"``) is the ``unilm_seq2seq`` task's
+        ``--decoding-step`` for this call; unset, the task's value holds (``"eager"`` unless given).
 
         Returns:
             for a string, its best hypothesis as text (a list of ``nbest`` texts when ``nbest > 1``); for a
@@ -229,9 +233,10 @@ class UniLMHubInterface(GeneratorHubInterface):
             else self.generation_defaults.get("no_repeat_ngram_exempt"),
         }
         conventions = {key: value for key, value in conventions.items() if value is not None}
-        hypotheses = [
-            h[:nbest] for h in self._generate_tokens(tokens, options, batch_size, max_tokens, conventions)
-        ]
+        with self._decoding_step(decoding_step):
+            hypotheses = [
+                h[:nbest] for h in self._generate_tokens(tokens, options, batch_size, max_tokens, conventions)
+            ]
         if verbose:
             for source, hypos in zip(tokens, hypotheses):
                 logger.info("S\t%s", self.string(source))
@@ -241,6 +246,25 @@ class UniLMHubInterface(GeneratorHubInterface):
             decoded = [[self.decode(h["tokens"]) for h in hypos] for hypos in hypotheses]
             hypotheses = [d[0] for d in decoded] if nbest == 1 else decoded
         return hypotheses[0] if single else hypotheses
+
+    @contextlib.contextmanager
+    def _decoding_step(self, mode: Optional[str]):
+        """The task's ``decoding_step`` set to ``mode`` inside the block (unchanged for None); the decoder
+        refuses a mode it does not know."""
+        if mode is None:
+            yield
+            return
+        cfg = self.task.cfg
+        if not all(hasattr(model.decoder, "step_mode") for model in self.models):
+            raise TypeError("decoding_step is an option of the unilm_seq2seq task's models (not PALM's)")
+        before = getattr(cfg, "decoding_step", "eager")  # configs saved before the field lack it
+        with open_dict(cfg):
+            cfg.decoding_step = mode
+        try:
+            yield
+        finally:
+            with open_dict(cfg):
+                cfg.decoding_step = before
 
     def _decoding_settings(self, **given) -> Dict:
         """The call's decoding settings: given, else the model folder's, else the built-in defaults."""

@@ -33,6 +33,7 @@ checked once per generate call (the task's ``inference_step``, with
 out on the CPU.
 """
 
+import logging
 from typing import Dict, List, Optional
 
 import torch
@@ -42,6 +43,15 @@ from torch import Tensor
 from .. import masks, seq2seq_layout
 from ..modules.attention import shared_keys_values
 from ..seq2seq_layout import FinetuneMethod, Seq2SeqSpec
+
+logger = logging.getLogger(__name__)
+
+# how a cached decoding step runs (UniLMIncrementalDecoder.step_mode)
+STEP_MODES = ("eager", "static", "cuda_graph")
+# target slots of a fixed-shape step's cache at first; doubled (and a CUDA graph captured again) when full
+STATIC_CAPACITY = 64
+# the profiler range of StaticDecodingStep.forward: what a CUDA graph records and replays
+STATIC_STEP_RANGE = "unilm static decoding step"
 
 
 def _share(module, name, value):
@@ -211,6 +221,10 @@ class UniLMIncrementalDecoder(FairseqIncrementalDecoder):
         _share(self, "lm_head", lm_head)
         self.spec = spec
         self.mask_idx = dictionary.index("<mask>")
+        # "eager": every step as shaped by the cache so far; "static": fixed-shape steps over a
+        # preallocated cache (StaticDecodingStep), run eagerly; "cuda_graph": the same steps replayed
+        # from a CUDA graph on a CUDA device (eager elsewhere)
+        self.step_mode = "eager"
 
     def max_positions(self):
         return self.transformer.embeddings.positions.num_embeddings
@@ -240,6 +254,15 @@ class UniLMIncrementalDecoder(FairseqIncrementalDecoder):
         every step a mask token after it (never cached), whose output is the next token's.
         """
         bsz = tokens.size(0)
+        step = tokens.size(1) - 1
+        static = self.get_incremental_state(incremental_state, "static")
+        if static is not None:
+            logits = static.step(tokens, encoder_out)
+            if logits is not None:
+                return logits
+            # the rows no longer fit the fixed shape: on as before, from its cache
+            self.set_incremental_state(incremental_state, "static", None)
+            self.set_incremental_state(incremental_state, "cache", static.eager_cache())
         cache = self.get_incremental_state(incremental_state, "cache")
         if cache is None:  # first step: no target token yet
             keys = encoder_out["keys"][0]
@@ -249,7 +272,16 @@ class UniLMIncrementalDecoder(FairseqIncrementalDecoder):
                 "key_positions": encoder_out["positions"][0].new_zeros(bsz, 0),
                 "next_position": encoder_out["lengths"][0],
             }
-        step = tokens.size(1) - 1
+        if static is None and self._static_steps(tokens.device) and (self.spec.causal or step > 0):
+            # from here on every step feeds the same tokens: fixed shapes from a preallocated cache
+            static = StaticDecodingStep(self, encoder_out, cache, graph=self.step_mode == "cuda_graph")
+            self.set_incremental_state(incremental_state, "static", static)
+            self.set_incremental_state(incremental_state, "cache", None)
+            logits = static.step(tokens, encoder_out)
+            if logits is not None:
+                return logits
+            self.set_incremental_state(incremental_state, "static", None)
+            cache = static.eager_cache()
         position = cache["next_position"]
         new_tokens, new_positions = [], []
         if self.spec.causal and step == 0:  # the start token: cached, predicts t_1
@@ -295,6 +327,17 @@ class UniLMIncrementalDecoder(FairseqIncrementalDecoder):
         self.set_incremental_state(incremental_state, "cache", cache)
         return self.lm_head(hidden[:, -1])
 
+    def _static_steps(self, device: torch.device) -> bool:
+        """Whether cached steps go fixed-shape (:attr:`step_mode`); a CUDA graph needs a CUDA device."""
+        if self.step_mode not in STEP_MODES:
+            raise ValueError(f"step_mode must be one of {STEP_MODES}, got {self.step_mode!r}")
+        if self.step_mode == "cuda_graph" and device.type != "cuda":
+            if not getattr(self, "_told_no_graph", False):
+                logger.info("CUDA graph decoding needs a CUDA device; steps run eagerly on %s", device)
+                self._told_no_graph = True
+            return False
+        return self.step_mode != "eager" and not torch.is_grad_enabled()
+
     def _recompute(self, tokens, encoder_out) -> Tensor:
         """The next token's logits from a full forward over source, prefix and query."""
         pad = self.dictionary.pad()
@@ -329,9 +372,180 @@ class UniLMIncrementalDecoder(FairseqIncrementalDecoder):
         return self.lm_head(hidden[torch.arange(hidden.size(0), device=hidden.device), last_query])
 
     def reorder_incremental_state(self, incremental_state, new_order):
+        static = self.get_incremental_state(incremental_state, "static")
+        if static is not None:
+            if not static.reorder(new_order):  # more rows than it holds: on with an eager cache
+                self.set_incremental_state(incremental_state, "static", None)
+                self.set_incremental_state(incremental_state, "cache", static.eager_cache(new_order))
+            return
         cache = self.get_incremental_state(incremental_state, "cache")
         if cache is not None:
             # rows are dimension 2 of the keys and values (L x 2 x B x H x P x D), 0 elsewhere
             rows = {"kv": 2}
             cache = {key: value.index_select(rows.get(key, 0), new_order) for key, value in cache.items()}
             self.set_incremental_state(incremental_state, "cache", cache)
+
+
+class StaticDecodingStep:
+    """Cached decoding steps of fixed shape, over a preallocated cache: what a CUDA graph replays.
+
+    An eager step is shaped by the cache so far (``P`` grows by one every step) and by the rows still
+    decoding, and its host issues some 700 calls at base size. Here every tensor a step reads or
+    writes is allocated once, at a fixed address:
+
+    * the keys and values of ``capacity`` target slots per layer and row, ``(L, 2, B, H, K, D)``
+      (``K = capacity``, plus one slot that the mask token overwrites every step in the masked and
+      pseudo-masked methods); a step writes its real token into slot ``count`` and attends to
+      ``[source | K slots]``, with the slots past ``count`` masked out by the bias (their softmax
+      weights are exactly 0);
+    * the tokens fed, ``count`` (a device scalar inside ``slots``) and the per-row source data.
+
+    The step's logits are those of the eager step up to the order of float additions in the softmax
+    and the weighted sum, which now run over the masked slots too.
+
+    Rows that finish leave the generator's batch: their places here become the last rows, decoded
+    along with the others and never read (their share of a step is a small part of a GPU's time, and
+    no shape changes). The source keys stay at their addresses: when finished sentences leave,
+    :meth:`UniLMSourceEncoder.reorder_encoder_out` gathers the remaining copies, and :meth:`step`
+    copies them into the first groups of the original tensors. An order that would need other shapes
+    (more rows, rows not in blocks of the beam size) hands back an eager cache (:meth:`eager_cache`).
+    When every slot is filled the state grows to twice the slots (and a graph is captured again).
+
+    With ``graph``, the first step is captured as a CUDA graph (after a warm-up run on a side stream)
+    and every step replays it: a step then costs the host a few calls instead of hundreds.
+    """
+
+    def __init__(self, decoder, encoder_out, cache, graph: bool = False):
+        kv = cache["kv"]  # L x 2 x B x H x P x D
+        layers, _, bsz, heads, cached, head_dim = kv.shape
+        keys = encoder_out["keys"][0]
+        if bsz % keys.size(0):
+            raise ValueError(f"{bsz} rows cannot be split into {keys.size(0)} groups of shared keys")
+        capacity = STATIC_CAPACITY
+        while capacity <= cached:
+            capacity *= 2
+        self.decoder = decoder
+        self.graph = graph
+        self.rows = bsz  # rows of every tensor here
+        self.live = bsz  # the first `live` rows are the generator's
+        self.groups = keys.size(0)  # copies of the source that live rows read
+        self.per_group = bsz // keys.size(0)  # rows per copy of the source (the beam)
+        self.count = cached  # real target tokens cached (slots filled)
+        self.capacity = capacity
+        self.fed = 1 if decoder.spec.causal else 2  # the real token, then (not causal) the mask token
+        device = kv.device
+        self.kv = kv.new_zeros(layers, 2, bsz, heads, capacity + self.fed - 1, head_dim)
+        self.kv.narrow(4, 0, cached).copy_(kv)
+        # the slots this step writes: the real token's (`count`), then the mask token's (the last)
+        self.slots = torch.tensor([cached, capacity][: self.fed], device=device)
+        self.advance = torch.tensor([1, 0][: self.fed], device=device)
+        self.offsets = torch.arange(self.fed, device=device)  # of the fed positions from lengths + count
+        self.slot_range = torch.arange(capacity, device=device)
+        self.tokens = torch.full((bsz, self.fed), decoder.mask_idx, dtype=torch.long, device=device)
+        self.segments = torch.full_like(self.tokens, decoder.spec.target_segment)
+        self.lengths = encoder_out["lengths"][0].clone()
+        self.padding = encoder_out["padding"][0].clone()
+        self.source_positions = encoder_out["positions"][0].clone()
+        # the mask token's own slot: seen by the mask token only
+        self.own_slot = torch.ones(self.fed, self.fed - 1, dtype=torch.bool, device=device).tril(-1)
+        self.shared = list(zip(encoder_out["keys"], encoder_out["values"]))
+        self.source_keys = keys  # the encoder output the shared keys were last taken from
+        self.cuda_graph = None
+        self.logits = None
+
+    def forward(self) -> Tensor:
+        """One step on this state's tensors alone (what the graph records): ``(B, V)`` logits."""
+        with torch.profiler.record_function(STATIC_STEP_RANGE):
+            return self._forward()
+
+    def _forward(self) -> Tensor:
+        count = self.slots[0]
+        positions = self.lengths.unsqueeze(1) + count + self.offsets  # B x fed
+        key_positions = [self.source_positions, self.lengths.unsqueeze(1) + self.slot_range]
+        filled = self.slot_range.le(count).expand(self.rows, self.fed, -1)  # the real token's slot too
+        visible = [(~self.padding).unsqueeze(1).expand(-1, self.fed, -1), filled]
+        if self.fed > 1:
+            key_positions.append(positions[:, 1:])
+            visible.append(self.own_slot.expand(self.rows, -1, -1))
+        hidden, _ = self.decoder.transformer(
+            self.tokens, self.segments, positions, torch.cat(visible, 2),
+            prefix_positions=torch.cat(key_positions, 1), shared=self.shared, kv_slots=(self.kv, self.slots),
+        )  # fmt: skip
+        return self.decoder.lm_head(hidden[:, -1])
+
+    def step(self, tokens: Tensor, encoder_out) -> Optional[Tensor]:
+        """The next token's ``(live, V)`` logits, or None when the rows no longer fit (see the class)."""
+        if encoder_out["keys"][0] is not self.source_keys and not self._take_sources(encoder_out):
+            return None
+        if self.groups * self.per_group != self.live:  # rows left, every sentence still there
+            return None
+        if self.count == self.capacity:  # every slot filled: twice the slots, captured again
+            grown = StaticDecodingStep(self.decoder, encoder_out, self.eager_cache(), self.graph)
+            self.__dict__.update(grown.__dict__)
+        self.tokens[: self.live, 0].copy_(tokens[:, -1])
+        if self.graph:
+            if self.cuda_graph is None:
+                self._capture()
+            self.cuda_graph.replay()
+            logits = self.logits
+        else:
+            logits = self.forward()
+        self.slots.add_(self.advance)
+        self.count += 1
+        return logits[: self.live]
+
+    def _capture(self) -> None:
+        """Record :meth:`forward` as a CUDA graph, after a warm-up run on a side stream.
+
+        The warm-up writes what the first replay writes again (the same keys and values into the
+        same slots), so it changes nothing that the replay reads.
+        """
+        side = torch.cuda.Stream()
+        side.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(side):
+            self.forward()
+        torch.cuda.current_stream().wait_stream(side)
+        graph = torch.cuda.CUDAGraph()
+        try:
+            with torch.cuda.graph(graph):
+                self.logits = self.forward()
+        except RuntimeError as error:
+            raise RuntimeError(
+                f"capturing a decoding step as a CUDA graph failed ({error}); decode with --decoding-step "
+                "static or eager instead"
+            ) from error
+        self.cuda_graph = graph
+
+    def _take_sources(self, encoder_out) -> bool:
+        """Copy the encoder's regathered source keys and values into the first groups of the shared ones."""
+        keys = encoder_out["keys"][0]
+        if keys.size(0) * self.per_group != self.live:
+            return False  # not blocks of the beam size
+        groups = keys.size(0)
+        for (shared_k, shared_v), k, v in zip(self.shared, encoder_out["keys"], encoder_out["values"]):
+            shared_k[:groups].copy_(k)
+            shared_v[:groups].copy_(v)
+        self.source_keys, self.groups = keys, groups
+        return True
+
+    def reorder(self, new_order: Tensor) -> bool:
+        """Reorder the live rows (fairseq's ``new_order`` over them); False when it asks for more rows."""
+        live = new_order.size(0)
+        if live > self.live:
+            return False
+        filled = self.kv.narrow(4, 0, self.count)
+        filled.narrow(2, 0, live).copy_(filled.index_select(2, new_order))
+        for t in (self.lengths, self.padding, self.source_positions):  # as the encoder reorders its rows
+            t[:live] = t.index_select(0, new_order)
+        self.live = live
+        return True
+
+    def eager_cache(self, new_order: Optional[Tensor] = None) -> Dict[str, Tensor]:
+        """The eager step's cache of the live rows (reordered by ``new_order`` when given)."""
+        rows = torch.arange(self.live, device=self.kv.device) if new_order is None else new_order
+        lengths = self.lengths.index_select(0, rows)
+        return {
+            "kv": self.kv.narrow(4, 0, self.count).index_select(2, rows),
+            "key_positions": lengths.unsqueeze(1) + self.slot_range[: self.count],
+            "next_position": lengths + self.count,
+        }

@@ -121,6 +121,7 @@ class BiasedSelfAttention(nn.Module):
         prefix: Optional[KeyValue] = None,
         shared: Optional[KeyValue] = None,
         kv_out: Optional[Tensor] = None,
+        slots: Optional[Tuple[Tensor, Tensor]] = None,
     ) -> Tuple[Tensor, KeyValue]:
         """
         Args:
@@ -135,6 +136,11 @@ class BiasedSelfAttention(nn.Module):
                 place.
             kv_out: ``(2, B, H, P+T, C/H)``, where to write the keys and values of ``[prefix | x]``
                 (outside autograd: a decoding step keeps every layer's in one tensor).
+            slots: ``(buffer, index)``, a fixed-shape decoding step (with ``shared``, outside autograd):
+                ``buffer`` ``(2, B, H, K, C/H)`` holds this layer's keys and values of every target slot,
+                and ``x``'s go to slots ``index`` ``(T,)`` first; the attention then runs over
+                ``[shared | buffer]``, which ``attn_bias`` (``(B, H or 1, T, S+K)``) masks. Nothing
+                about the call depends on how many slots are filled, so a CUDA graph can replay it.
         Returns:
             ``(B, T, C)`` output and the ``(keys, values)`` of ``[prefix | x]``, ``(B, H, P+T, C/H)``
             (``P = 0`` without a prefix): the concatenation attention needs anyway, so a cache that
@@ -146,7 +152,11 @@ class BiasedSelfAttention(nn.Module):
         else:
             q = self._heads(self.q_proj(x))  # B x H x T x D
             k, v = self.keys_values(x)
-        if kv_out is not None:
+        if slots is not None:
+            buffer, index = slots
+            k = buffer[0].index_copy_(2, index, k)
+            v = buffer[1].index_copy_(2, index, v)
+        elif kv_out is not None:
             k_out, v_out = kv_out.unbind(0)
             k = torch.cat([prefix[0], k], dim=2, out=k_out) if prefix is not None else k_out.copy_(k)
             v = torch.cat([prefix[1], v], dim=2, out=v_out) if prefix is not None else v_out.copy_(v)

@@ -142,8 +142,9 @@ class UniLMTransformerLayer(nn.Module):
         prefix: Optional[KeyValue] = None,
         shared: Optional[KeyValue] = None,
         kv_out: Optional[Tensor] = None,
+        slots: Optional[Tuple[Tensor, Tensor]] = None,
     ):
-        attn, new_kv = self.self_attn(x, attn_bias, prefix, shared, kv_out)
+        attn, new_kv = self.self_attn(x, attn_bias, prefix, shared, kv_out, slots)
         x = self.self_attn_layer_norm(x + self._dropout(attn, self.dropout))
         h = self._dropout(self.activation_fn(self.fc1(x)), self.activation_dropout)
         x = self.final_layer_norm(x + self._dropout(self.fc2(h), self.dropout))
@@ -249,6 +250,7 @@ class UniLMTransformer(nn.Module):
         shared: Optional[List[KeyValue]] = None,
         keys_values_only: bool = False,
         kv_out: Optional[Tensor] = None,
+        kv_slots: Optional[Tuple[Tensor, Tensor]] = None,
     ) -> Tuple[Optional[Tensor], List[KeyValue]]:
         """
         Args:
@@ -263,12 +265,24 @@ class UniLMTransformer(nn.Module):
             kv_out: ``(L, 2, B, H, P+T, D)``: every layer writes its ``[prefix | tokens]`` keys and values
                 there instead of into a tensor of its own (decoding, outside autograd: the cache is
                 then one tensor, reordered by one call per step). Not with ``keys_values_only``.
+            kv_slots: ``(buffer, index)``, a fixed-shape decoding step: ``buffer``
+                ``(L, 2, B, H, K, D)`` holds every layer's keys and values of ``K`` target slots, the
+                tokens' go to slots ``index`` ``(T,)``, and the keys are ``[shared | K slots]``:
+                ``prefix_positions`` ``(B, S+K)`` gives all of their positions and ``visible`` is
+                ``(B, T, S+K)``. Replaces ``prefix`` and ``kv_out``.
         Returns:
             hidden states ``(B, T, C)`` (None with ``keys_values_only``) and per-layer
             ``(keys, values)`` ``(B, H, P+T, D)`` of ``[prefix | tokens]`` (``P = 0`` without a
             prefix).
         """
-        key_positions = positions if prefix_positions is None else torch.cat([prefix_positions, positions], 1)
+        if kv_slots is not None:
+            if prefix is not None or kv_out is not None or shared is None or keys_values_only:
+                raise ValueError("kv_slots needs shared keys, and replaces prefix, kv_out, keys_values_only")
+            key_positions = prefix_positions  # every slot's, filled or not
+        elif prefix_positions is None:
+            key_positions = positions
+        else:
+            key_positions = torch.cat([prefix_positions, positions], 1)
         if visible.shape != (tokens.size(0), tokens.size(1), key_positions.size(1)):
             raise ValueError(
                 f"visible mask has shape {tuple(visible.shape)}, expected "
@@ -284,9 +298,13 @@ class UniLMTransformer(nn.Module):
         if kv_out is not None and keys_values_only:
             raise ValueError("kv_out does not combine with keys_values_only")
         layers_out = kv_out.unbind(0) if kv_out is not None else [None] * len(self.layers)
+        layers_slots = [None] * len(self.layers)
+        if kv_slots is not None:
+            layers_slots = [(buffer, kv_slots[1]) for buffer in kv_slots[0].unbind(0)]
         for i, layer in enumerate(self.layers[: len(self.layers) - 1 if keys_values_only else None]):
             layer_prefix = None if prefix is None else prefix[i]
-            inputs = (x, attn_bias, layer_prefix, None if shared is None else shared[i], layers_out[i])
+            layer_shared = None if shared is None else shared[i]
+            inputs = (x, attn_bias, layer_prefix, layer_shared, layers_out[i], layers_slots[i])
             if checkpoint:
                 # non-reentrant: gradients reach the cached (keys, values) tuples and the returned ones
                 x, kv = torch.utils.checkpoint.checkpoint(layer, *inputs, use_reentrant=False)

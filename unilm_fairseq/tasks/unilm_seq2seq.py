@@ -16,7 +16,7 @@ from .. import seq2seq_layout
 from ..checkpoint.unilmv2_init import checkpoint_seq2seq_segments, load_pretrained_weights
 from ..data.masking import MaskingConfig
 from ..data.seq2seq.seq2seq_dataset import SOURCE_SPECIALS, TARGET_SPECIALS, Seq2SeqDataset
-from ..models.generation import check_decoding_positions, last_decoding_position
+from ..models.generation import STEP_MODES, check_decoding_positions, last_decoding_position
 from ..models.unilmv2 import check_seq2seq_segments
 from ..seq2seq_layout import Seq2SeqSpec
 from .decoding_conventions import DecodingConventionsConfig, DecodingConventionsTask, check_min_len_fits
@@ -93,6 +93,13 @@ class UniLMSeq2SeqConfig(DecodingConventionsConfig, RougeValidationConfig, Mixed
                   "config.json with source_type_id/target_type_id); where it records none, 4-5 if it has "
                   "UniLM v1's 6 segment embeddings, else 0-1; when generating, the ids the checkpoint "
                   "records. Given for generation, it overrides the checkpoint's (with a warning)"},
+    )  # fmt: skip
+    decoding_step: ChoiceEnum(STEP_MODES) = field(
+        default="eager",
+        metadata={"help": "how cached decoding steps run: eager (shaped by the cache so far); static "
+                  "(fixed shapes over a preallocated cache); cuda_graph (static steps replayed from a CUDA "
+                  "graph: a few host calls per step instead of hundreds; eager on a CPU). The same sums up "
+                  "to the order of their float additions: scores agree to rounding"},
     )  # fmt: skip
     seed: int = II("common.seed")
 
@@ -285,6 +292,9 @@ class UniLMSeq2SeqTask(RougeValidationTask, DecodingConventionsTask, SharedDicti
         for model in models:
             check_decoding_positions(last_decoding_position(model.seq2seq_spec.method, src_len, steps), table)
         check_min_len_fits(generator.min_len, steps, src_len)  # after: a too-long source says so first
+        step_mode = getattr(self.cfg, "decoding_step", "eager")  # configs saved before the field lack it
+        for model in models:
+            model.decoder.step_mode = step_mode
         return generator.generate(models, sample, prefix_tokens=prefix_tokens, constraints=constraints)
 
     def max_positions(self):
