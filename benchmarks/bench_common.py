@@ -10,6 +10,7 @@ import torch
 from fairseq.data import Dictionary
 
 from unilm_fairseq.data.dictionary import MASK_SYMBOL
+from unilm_fairseq.models.generation import STATIC_STEP_RANGE
 
 
 def build_dictionary(num_words: int) -> Dictionary:
@@ -134,6 +135,20 @@ HOST_READS = ("aten::_local_scalar_dense", "aten::nonzero")
 SYNC_CALLS = ("cudaStreamSynchronize", "cudaDeviceSynchronize", "cudaEventSynchronize")
 
 
+# a profiler range (torch.profiler.record_function) whose ops a CUDA graph replays: StaticDecodingStep's
+GRAPHED_RANGE = STATIC_STEP_RANGE
+
+
+def _in_range(event, name: str) -> bool:
+    """Whether an event runs inside the profiler range ``name``."""
+    parent = event.cpu_parent
+    while parent is not None:
+        if parent.name == name:
+            return True
+        parent = parent.cpu_parent
+    return False
+
+
 def _nested_op(event) -> bool:
     """Whether an aten op event runs inside another aten op (not dispatched by Python or autograd)."""
     parent = event.cpu_parent
@@ -153,9 +168,10 @@ def dispatched_calls(prof) -> List[str]:
 
 
 # profile_counts' keys as the benchmarks' tables name them, and those a CPU profile measures
-CPU_COUNTS = ("ops", "host_reads")
+CPU_COUNTS = ("ops", "ops_graphed", "host_reads")
 PROFILE_COUNT_LABELS = {
     "ops": "aten ops dispatched",
+    "ops_graphed": "  of those, in a graphable step",
     "host_reads": "reads back to the host",
     "kernels": "GPU kernels",
     "copies_to_host": "copies device -> host",
@@ -170,6 +186,9 @@ def profile_counts(prof) -> Dict[str, int]:
 
     * ``ops``: aten ops called from outside any other aten op (each a dispatch, and on a GPU at least
       one kernel launch unless it only makes a view);
+    * ``ops_graphed``: those of ``ops`` inside the :data:`GRAPHED_RANGE` range, the fixed-shape decoding
+      step that ``--decoding-step cuda_graph`` records once and replays (dispatched every step only
+      without the graph: on a CPU, or with ``--decoding-step static``);
     * ``host_reads``: what the host reads back from the tensors, each a wait for the device on a GPU:
       values (``aten::_local_scalar_dense``: ``.item()``, ``int()``, ``bool()``) and ``aten::nonzero``,
       whose output size is its count (indexing with a boolean mask runs it, backward included);
@@ -185,6 +204,7 @@ def profile_counts(prof) -> Dict[str, int]:
         if event.device_type == DeviceType.CPU:
             if name.startswith("aten::") and not _nested_op(event):
                 counts["ops"] += 1
+                counts["ops_graphed"] += _in_range(event, GRAPHED_RANGE)
             counts["host_reads"] += name in HOST_READS
             counts["syncs"] += name in SYNC_CALLS
         elif getattr(event, "is_user_annotation", False):  # a record_function range drawn on the device
@@ -214,6 +234,8 @@ def print_counts_table(title: str, columns: Dict[str, Dict[str, float]], on_gpu:
     print("-" * len(header))
     for key, label in shown_counts(on_gpu):
         values = [counts[key] for counts in columns.values()]
+        if key == "ops_graphed" and not any(values):
+            continue  # no graphable step profiled
         cells = "".join(f"{v:>{width}{fmt}}" for v in values)
         if ratio:
             cells += f"{values[0] / values[1]:>8.2f}" if values[1] else f"{'':>8}"

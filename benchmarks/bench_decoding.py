@@ -66,6 +66,7 @@ from fairseq.sequence_generator import SequenceGenerator
 
 from unilm_fairseq.data.dictionary import MASK_SYMBOL
 from unilm_fairseq.data.seq2seq.seq2seq_dataset import SOURCE_SPECIALS, Seq2SeqDataset
+from unilm_fairseq.models.generation import STEP_MODES
 from unilm_fairseq.models.unilmv2 import UniLMv2Config, UniLMv2Model
 from unilm_fairseq.seq2seq_layout import METHODS, Seq2SeqSpec
 from unilm_fairseq.tasks.unilm_seq2seq import _TokenList
@@ -80,6 +81,7 @@ DTYPES = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.
 
 CACHED, RECOMPUTE, TRANSFORMER = "unilm cached", "unilm recompute", "fairseq transformer"
 VARIANTS = (CACHED, RECOMPUTE, TRANSFORMER)
+STEPPED = "unilm {}"  # the cached variant with --decoding-step's mode
 
 Batch = Dict[str, object]
 
@@ -119,6 +121,13 @@ def parse_args():
         default="float32",
         choices=sorted(DTYPES),
         help="weights and computation of both models (default float32)",
+    )
+    parser.add_argument(
+        "--decoding-step",
+        default="eager",
+        choices=STEP_MODES,
+        help="also time cached decoding with these steps (the task's --decoding-step): static, or "
+        "cuda_graph (replayed CUDA graphs; on a CPU device it runs eagerly), beside the eager steps",
     )
     parser.add_argument(
         "--profile", action="store_true", help="after timing, profile one batch of cached and transformer"
@@ -207,6 +216,20 @@ def build_generator(model, dictionary: Dictionary, beam: int, steps: int, increm
     return generator
 
 
+class SteppedGenerator:
+    """``generator``, with the UniLM decoder's steps in ``mode`` during its generate calls (eager after)."""
+
+    def __init__(self, generator, decoder, mode: str):
+        self.generator, self.decoder, self.mode = generator, decoder, mode
+
+    def generate(self, models, batch):
+        self.decoder.step_mode = self.mode
+        try:
+            return self.generator.generate(models, batch)
+        finally:
+            self.decoder.step_mode = "eager"
+
+
 def count_parameters(model) -> int:
     return sum(p.numel() for p in model.parameters())
 
@@ -247,14 +270,15 @@ def run_interleaved(generators, models, batch, scales, args, sync: Callable[[], 
 
     Repetition ``r`` runs the variants rotated by ``r``, so each runs first, second and last in turn.
     """
-    times = {v: [] for v in VARIANTS}
-    encoder_times = {v: [] for v in VARIANTS}
-    peak_bytes = {v: 0 for v in VARIANTS}
+    variants = tuple(generators)
+    times = {v: [] for v in variants}
+    encoder_times = {v: [] for v in variants}
+    peak_bytes = {v: 0 for v in variants}
     net_input = batch["net_input"]
     device = net_input["src_tokens"].device
     for rep in range(args.warmup + args.repeats):
-        shift = rep % len(VARIANTS)
-        for variant in VARIANTS[shift:] + VARIANTS[:shift]:
+        shift = rep % len(variants)
+        for variant in variants[shift:] + variants[:shift]:
             generator, model = generators[variant], models[variant]
             if device.type == "cuda":
                 torch.cuda.reset_peak_memory_stats(device)
@@ -312,6 +336,12 @@ def main():
     }
     scales = {CACHED: 1.0, RECOMPUTE: steps / recompute_steps, TRANSFORMER: 1.0}
     decoder_steps = {CACHED: steps, RECOMPUTE: recompute_steps, TRANSFORMER: steps}
+    stepped = None
+    if args.decoding_step != "eager":
+        stepped = STEPPED.format(args.decoding_step)
+        generators[stepped] = SteppedGenerator(generators[CACHED], unilm.decoder, args.decoding_step)
+        models[stepped], scales[stepped], decoder_steps[stepped] = unilm, 1.0, steps
+    variants = tuple(generators)
 
     print("unilm_fairseq decoding benchmark (fairseq SequenceGenerator, beam search)")
     print(machine_line(device))
@@ -341,7 +371,7 @@ def main():
 
     # one untimed run each: exactly the expected decoder calls and fixed-length hypotheses
     outputs, calls = {}, {}
-    for variant in VARIANTS:
+    for variant in variants:
         outputs[variant], calls[variant] = checked_run(
             generators[variant], models[variant], batch, decoder_steps[variant]
         )
@@ -351,7 +381,7 @@ def main():
             )
     print(
         "steps   : decoder calls per generate call: "
-        + ", ".join(f"{v} {calls[v]}" for v in VARIANTS)
+        + ", ".join(f"{v} {calls[v]}" for v in variants)
         + (
             f" (recompute limited to {recompute_steps}, time scaled by {steps}/{recompute_steps})"
             if extrapolated
@@ -370,9 +400,20 @@ def main():
             print(f"check   : cached == recompute: {found} (tolerance {SCORE_TOLERANCE:g}) {verdict}")
         else:
             print(f"check   : cached vs recompute in {args.dtype}: {found} (shown, not judged: see --help)")
+    if stepped is not None:
+        differing, worst = compare_outputs(outputs[stepped], outputs[CACHED])
+        found = (
+            f"{differing} of {args.batch_size * args.beam} hypotheses differ, max |score diff| {worst:.2e}"
+        )
+        if dtype == torch.float32:
+            ok = differing == 0 and worst <= SCORE_TOLERANCE
+            verdict = "PASS" if ok else "FAIL"
+            print(f"check   : {stepped} == cached: {found} (tolerance {SCORE_TOLERANCE:g}) {verdict}")
+        else:
+            print(f"check   : {stepped} vs cached in {args.dtype}: {found} (shown, not judged)")
 
     times, encoder_times, peak_bytes = run_interleaved(generators, models, batch, scales, args, sync)
-    median = {v: statistics.median(times[v]) for v in VARIANTS}
+    median = {v: statistics.median(times[v]) for v in variants}
     tokens_per_batch = args.batch_size * args.tgt_len
 
     print()
@@ -384,7 +425,7 @@ def main():
     )
     print(header)
     print("-" * len(header))
-    for variant in VARIANTS:
+    for variant in variants:
         enc = statistics.median(encoder_times[variant])
         note = "  extrapolated" if variant == RECOMPUTE and extrapolated else ""
         print(
@@ -438,11 +479,19 @@ def main():
         f"(informational: cached / transformer decoder-only {statistics.median(decoder_only):.2f}, "
         f"encoder alone {statistics.median(encoder_only):.2f})"
     )
+    if stepped is not None:
+        ratio_row(
+            f"{args.decoding_step} / transformer (per token)", stepped, TRANSFORMER,
+            CACHED_PER_TRANSFORMER_TARGET, True,
+        )  # fmt: skip
+        per_rep = [c / g for c, g in zip(times[CACHED], times[stepped])]
+        print(f"(informational: cached / {stepped}, the speed-up: {statistics.median(per_rep):.2f})")
     print("(median: of the per-repetition ratios, which decides PASS/FAIL; of minima: fastest / fastest)")
     print(
         f"summary : samples/s unilm cached {args.batch_size / median[CACHED]:.2f}, fairseq transformer "
         f"{args.batch_size / median[TRANSFORMER]:.2f}; cached/transformer per token {per_token:.2f} "
         f"(target {CACHED_PER_TRANSFORMER_TARGET}); recompute/cached {recompute:.2f}"
+        + ("" if stepped is None else f"; samples/s {stepped} {args.batch_size / median[stepped]:.2f}")
     )
     print(f"load avg: {load_average()} (1/5/15 min) at end")
 
@@ -451,6 +500,8 @@ def main():
             CACHED: profile_one(generators[CACHED], unilm, batch, CACHED),
             TRANSFORMER: profile_one(generators[TRANSFORMER], transformer, batch, TRANSFORMER),
         }
+        if stepped is not None:
+            counts[stepped] = profile_one(generators[stepped], unilm, batch, stepped)
         profile_report(counts, steps, on_cuda)
 
 

@@ -60,6 +60,20 @@ def test_profile_counts_top_level_ops_and_host_reads(bench_common):
     assert bench_common.dispatched_calls(prof) == calls + ["aten::index"]
     assert counts["host_reads"] == 3
     assert counts["kernels"] == counts["syncs"] == counts["copies_to_host"] == 0
+    assert counts["ops_graphed"] == 0
+
+
+def test_profile_counts_the_ops_a_cuda_graph_would_replay(bench_common):
+    from torch.profiler import ProfilerActivity, profile, record_function
+
+    x = torch.randn(16)
+    with profile(activities=[ProfilerActivity.CPU]) as prof:
+        x = x + 1  # outside: the host dispatches it every step
+        with record_function(bench_common.GRAPHED_RANGE):
+            y = x.relu() * 2
+            y.sum().item()
+    counts = bench_common.profile_counts(prof)
+    assert counts["ops"] == 5 and counts["ops_graphed"] == 4  # relu, mul, sum, item
 
 
 def test_listed_peaks(bench_common):

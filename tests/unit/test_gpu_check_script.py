@@ -43,6 +43,8 @@ def test_decodes_in_every_dtype_at_batch_64_and_128_and_trains_with_amp_bf16():
         text = f.read()
     decoding = [argv for path, argv in benchmark_calls() if path == "benchmarks/bench_decoding.py"]
     assert len(decoding) == 1 and decoding[0][decoding[0].index("--dtype") + 1] == "$dtype"
+    # eager steps and steps replayed from a CUDA graph, side by side in every run
+    assert decoding[0][decoding[0].index("--decoding-step") + 1] == "cuda_graph"
     assert "for dtype in float32 float16 bfloat16; do" in text and "for batch in 64 128; do" in text
     assert "for precision in fp16 amp_bf16; do" in text and "flag=--amp-bf16" in text
     assert '"${COMMON[@]}" "$flag"' in text and 'grep -q -- "use --amp-bf16"' in text
@@ -76,7 +78,7 @@ def test_selected_cuda_tests_exist():
     with open(SCRIPT) as f:
         selection = re.search(r'pytest[^\n]*-k \\\n\s*"([^"]+)"', f.read()).group(1)
     names = selection.split(" or ")
-    assert len(names) == 3
+    assert len(names) == 4 and "test_cuda_graph_steps_decode_as_eager_steps" in names
     sources = ""
     for folder, _, files in os.walk(os.path.join(REPO, "tests")):
         for name in files:
