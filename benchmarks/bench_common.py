@@ -139,24 +139,24 @@ SYNC_CALLS = ("cudaStreamSynchronize", "cudaDeviceSynchronize", "cudaEventSynchr
 GRAPHED_RANGE = STATIC_STEP_RANGE
 
 
-def _in_range(event, name: str) -> bool:
-    """Whether an event runs inside the profiler range ``name``."""
+def _inside(event, encloses: Callable[[str], bool]) -> bool:
+    """Whether a profiler event runs inside an event whose name ``encloses`` accepts."""
     parent = event.cpu_parent
     while parent is not None:
-        if parent.name == name:
+        if encloses(parent.name):
             return True
         parent = parent.cpu_parent
     return False
+
+
+def _in_range(event, name: str) -> bool:
+    """Whether an event runs inside the profiler range ``name``."""
+    return _inside(event, lambda parent: parent == name)
 
 
 def _nested_op(event) -> bool:
     """Whether an aten op event runs inside another aten op (not dispatched by Python or autograd)."""
-    parent = event.cpu_parent
-    while parent is not None:
-        if parent.name.startswith("aten::"):
-            return True
-        parent = parent.cpu_parent
-    return False
+    return _inside(event, lambda parent: parent.startswith("aten::"))
 
 
 def dispatched_calls(prof) -> List[str]:

@@ -268,7 +268,6 @@ def print_check(outputs, reference, name: str, reference_name: str, args, half_n
     """The check line of ``outputs`` against ``reference``: judged in float32, shown in half precision."""
     differing, worst = compare_outputs(outputs, reference)
     found = f"{differing} of {args.batch_size * args.beam} hypotheses differ, max |score diff| {worst:.2e}"
-    name, reference_name = name.removeprefix("unilm "), reference_name.removeprefix("unilm ")
     if DTYPES[args.dtype] == torch.float32:
         verdict = "PASS" if differing == 0 and worst <= SCORE_TOLERANCE else "FAIL"
         print(f"check   : {name} == {reference_name}: {found} (tolerance {SCORE_TOLERANCE:g}) {verdict}")
@@ -404,10 +403,15 @@ def main():
         + "; every hypothesis has exactly its step count of tokens"
     )
     if not extrapolated:
-        print_check(outputs[CACHED], outputs[RECOMPUTE], CACHED, RECOMPUTE, args, "see --help")
+        print_check(outputs[CACHED], outputs[RECOMPUTE], "cached", "recompute", args, "see --help")
     if stepped is not None:
         print_check(
-            outputs[stepped], outputs[CACHED], stepped, CACHED, args, "their sums run in another order"
+            outputs[stepped],
+            outputs[CACHED],
+            args.decoding_step,
+            "cached",
+            args,
+            "their sums run in another order",
         )
 
     times, encoder_times, peak_bytes = run_interleaved(generators, models, batch, scales, args, sync)

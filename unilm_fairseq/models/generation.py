@@ -253,9 +253,14 @@ class UniLMIncrementalDecoder(FairseqIncrementalDecoder):
         and its output is the next token's. Other methods: step ``t > 0`` feeds ``t_t`` (cached) and
         every step a mask token after it (never cached), whose output is the next token's.
         """
-        bsz = tokens.size(0)
         step = tokens.size(1) - 1
         static = self.get_incremental_state(incremental_state, "static")
+        if static is None and self._static_steps(tokens.device) and (self.spec.causal or step > 0):
+            # from here on every step feeds the same tokens: fixed shapes from a preallocated cache
+            cache = self._eager_cache(incremental_state, encoder_out, tokens.size(0))
+            static = StaticDecodingStep(self, encoder_out, cache, graph=self.step_mode == "cuda_graph")
+            self.set_incremental_state(incremental_state, "static", static)
+            self.set_incremental_state(incremental_state, "cache", None)
         if static is not None:
             logits = static.step(tokens, encoder_out)
             if logits is not None:
@@ -263,25 +268,7 @@ class UniLMIncrementalDecoder(FairseqIncrementalDecoder):
             # the rows no longer fit the fixed shape: on as before, from its cache
             self.set_incremental_state(incremental_state, "static", None)
             self.set_incremental_state(incremental_state, "cache", static.eager_cache())
-        cache = self.get_incremental_state(incremental_state, "cache")
-        if cache is None:  # first step: no target token yet
-            keys = encoder_out["keys"][0]
-            cache = {
-                # every layer's keys and values in one tensor: L x 2 x B x H x P x D
-                "kv": keys.new_zeros(len(encoder_out["keys"]), 2, bsz, keys.size(1), 0, keys.size(3)),
-                "key_positions": encoder_out["positions"][0].new_zeros(bsz, 0),
-                "next_position": encoder_out["lengths"][0],
-            }
-        if static is None and self._static_steps(tokens.device) and (self.spec.causal or step > 0):
-            # from here on every step feeds the same tokens: fixed shapes from a preallocated cache
-            static = StaticDecodingStep(self, encoder_out, cache, graph=self.step_mode == "cuda_graph")
-            self.set_incremental_state(incremental_state, "static", static)
-            self.set_incremental_state(incremental_state, "cache", None)
-            logits = static.step(tokens, encoder_out)
-            if logits is not None:
-                return logits
-            self.set_incremental_state(incremental_state, "static", None)
-            cache = static.eager_cache()
+        cache = self._eager_cache(incremental_state, encoder_out, tokens.size(0))
         position = cache["next_position"]
         new_tokens, new_positions = [], []
         if self.spec.causal and step == 0:  # the start token: cached, predicts t_1
@@ -326,6 +313,19 @@ class UniLMIncrementalDecoder(FairseqIncrementalDecoder):
             cache["next_position"] = position + 1
         self.set_incremental_state(incremental_state, "cache", cache)
         return self.lm_head(hidden[:, -1])
+
+    def _eager_cache(self, incremental_state, encoder_out, bsz: int) -> Dict[str, Tensor]:
+        """The eager steps' cache: the incremental state's, or an empty one before the first target token."""
+        cache = self.get_incremental_state(incremental_state, "cache")
+        if cache is not None:
+            return cache
+        keys = encoder_out["keys"][0]
+        return {
+            # every layer's keys and values in one tensor: L x 2 x B x H x P x D
+            "kv": keys.new_zeros(len(encoder_out["keys"]), 2, bsz, keys.size(1), 0, keys.size(3)),
+            "key_positions": encoder_out["positions"][0].new_zeros(bsz, 0),
+            "next_position": encoder_out["lengths"][0],
+        }
 
     def _static_steps(self, device: torch.device) -> bool:
         """Whether cached steps go fixed-shape (:attr:`step_mode`); a CUDA graph needs a CUDA device."""
@@ -428,7 +428,6 @@ class StaticDecodingStep:
         self.graph = graph
         self.rows = bsz  # rows of every tensor here
         self.live = bsz  # the first `live` rows are the generator's
-        self.groups = keys.size(0)  # copies of the source that live rows read
         self.per_group = bsz // keys.size(0)  # rows per copy of the source (the beam)
         self.count = cached  # real target tokens cached (slots filled)
         self.capacity = capacity
@@ -449,7 +448,9 @@ class StaticDecodingStep:
         # the mask token's own slot: seen by the mask token only
         self.own_slot = torch.ones(self.fed, self.fed - 1, dtype=torch.bool, device=device).tril(-1)
         self.shared = list(zip(encoder_out["keys"], encoder_out["values"]))
-        self.source_keys = keys  # the encoder output the shared keys were last taken from
+        # the encoder output the shared keys were last taken from: its copies of the source are the ones the
+        # live rows read
+        self.source_keys = keys
         self.cuda_graph = None
         self.logits = None
 
@@ -460,8 +461,9 @@ class StaticDecodingStep:
 
     def _forward(self) -> Tensor:
         count = self.slots[0]
-        positions = self.lengths.unsqueeze(1) + count + self.offsets  # B x fed
-        key_positions = [self.source_positions, self.lengths.unsqueeze(1) + self.slot_range]
+        lengths = self.lengths.unsqueeze(1)
+        positions = lengths + count + self.offsets  # B x fed
+        key_positions = [self.source_positions, lengths + self.slot_range]
         filled = self.slot_range.le(count).expand(self.rows, self.fed, -1)  # the real token's slot too
         visible = [(~self.padding).unsqueeze(1).expand(-1, self.fed, -1), filled]
         if self.fed > 1:
@@ -477,7 +479,7 @@ class StaticDecodingStep:
         """The next token's ``(live, V)`` logits, or None when the rows no longer fit (see the class)."""
         if encoder_out["keys"][0] is not self.source_keys and not self._take_sources(encoder_out):
             return None
-        if self.groups * self.per_group != self.live:  # rows left, every sentence still there
+        if self.source_keys.size(0) * self.per_group != self.live:  # rows left, every sentence still there
             return None
         if self.count == self.capacity:  # every slot filled: twice the slots, captured again
             grown = StaticDecodingStep(self.decoder, encoder_out, self.eager_cache(), self.graph)
@@ -525,7 +527,7 @@ class StaticDecodingStep:
         for (shared_k, shared_v), k, v in zip(self.shared, encoder_out["keys"], encoder_out["values"]):
             shared_k[:groups].copy_(k)
             shared_v[:groups].copy_(v)
-        self.source_keys, self.groups = keys, groups
+        self.source_keys = keys
         return True
 
     def reorder(self, new_order: Tensor) -> bool:
