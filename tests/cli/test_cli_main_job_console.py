@@ -5,9 +5,14 @@
 header, fairseq's training and validation lines, the ROUGE table and the examples, and where the full logs
 are; no warning and no printed module tree. In the log files (WORK/run/logs): everything the commands
 said, the model's module tree included.
+
+``.ci/run`` makes that very run first, in a fresh venv without the test extras, and names its console to the
+suite (``MAIN_JOB_SMOKE_CONSOLE``); the checks then read that run, from the line that ends the set-up on, and
+its work folder, instead of making a second one. Without that name the module runs the smoke job itself.
 """
 
 import os
+import pathlib
 import re
 import shutil
 
@@ -31,10 +36,26 @@ def ci_smoke_settings():
 
 
 SMOKE = ci_smoke_settings()
+# the console file of the smoke run .ci/run made before the suite (relative to the repository, or absolute)
+CI_CONSOLE = "MAIN_JOB_SMOKE_CONSOLE"
+
+
+def ci_smoke_run(path):
+    """The main job's console in the file ``.ci/run`` wrote (after scripts/demo.sh's set-up), and its work
+    folder."""
+    text = open(os.path.join(REPO, path), encoding="utf-8").read()
+    ready = re.search(r"^\[setup\] ready: .*\n", text, re.M)
+    assert ready, f"{path}: no '[setup] ready:' line to tell the main job's console from the set-up"
+    console = text[ready.end() :]
+    logs = re.search(r"^== full logs: (\S+)/run/logs/ ", console, re.M)
+    assert logs, f"{path}: the smoke run did not name its logs (did it finish?)"
+    return console, pathlib.Path(REPO, logs.group(1))
 
 
 @pytest.fixture(scope="module")
 def smoke(tmp_path_factory):
+    if os.environ.get(CI_CONSOLE):
+        return ci_smoke_run(os.environ[CI_CONSOLE])
     work = tmp_path_factory.mktemp("main-job")
     env = dict(SMOKE, PYTHONWARNINGS="", OMP_NUM_THREADS="2")
     proc = run_cli(
@@ -79,3 +100,15 @@ def test_the_log_files_keep_everything(smoke):
     assert f"Translated {SMOKE['TEST_PAIRS']} sentences" in logs["generate"]
     assert "converted " in logs["convert"]
     assert re.search(r"^S-\d+\t", (work / "run" / "generate-test.out").read_text(), re.M)
+
+
+def test_a_ci_console_is_read_from_the_end_of_the_set_up(tmp_path):
+    console = tmp_path / "console.log"
+    console.write_text("WARNING: pip's own line\n[setup] ready: unilm_fairseq 0.1.0\n== ACLSum\n"
+                       f"== full logs: {tmp_path}/w/run/logs/ (train.log )\n")  # fmt: skip
+    text, work = ci_smoke_run(str(console))
+    assert text.startswith("== ACLSum\n") and "WARNING" not in text
+    assert work == tmp_path / "w"
+    console.write_text("[setup] ready: unilm_fairseq 0.1.0\n== ACLSum\n")  # stopped before its end
+    with pytest.raises(AssertionError, match="did not name its logs"):
+        ci_smoke_run(str(console))

@@ -41,3 +41,17 @@ def test_the_smoke_venv_is_ignored_by_git_and_ruff():
     pyproject = open(os.path.join(REPO, "pyproject.toml"), encoding="utf-8").read()
     exclude = re.search(r"extend-exclude\s*=\s*\[([^\]]*)\]", pyproject)
     assert exclude and f'"{venv}"' in exclude.group(1), f"{venv} is not in ruff's extend-exclude"
+
+
+def test_the_suite_reads_the_smoke_runs_console():
+    """The console test reads the run CI just made: its console kept in a file removed first, named to the
+    suite, and no warning filter set outside for it."""
+    lines = ci_lines()
+    text = "\n".join(lines)
+    kept = re.search(r"bash scripts/demo\.sh 2>&1 \\\n\| tee (\S+)$", text, re.M)
+    assert kept, "the smoke run's console (stdout and stderr) must be kept with tee"
+    console = kept.group(1)
+    demo = next(i for i, line in enumerate(lines) if "bash scripts/demo.sh" in line)
+    assert re.search(rf"\brm -rf\b.*\s{re.escape(console)}(\s|$)", "\n".join(lines[:demo])), console
+    assert re.search(r"(^|\s)PYTHONWARNINGS=\s", lines[demo]), "empty PYTHONWARNINGS for the smoke run"
+    assert re.search(rf"\bMAIN_JOB_SMOKE_CONSOLE={re.escape(console)} bash scripts/test\.sh\b", text)
