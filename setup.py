@@ -32,7 +32,7 @@ setup(
         "test": [
             "pytest>=7",
             # scripts/test.sh runs the suite's files on every CPU (pytest -n auto --dist loadfile)
-            "pytest-xdist>=3",
+            "pytest-xdist>=3.8",  # --no-loadscope-reorder
             "ruff>=0.4",
             "nltk>=3.8",
             "transformers>=4.30",

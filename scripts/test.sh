@@ -6,7 +6,8 @@
 # Set-up: scripts/setup_env.sh --test (./.venv with torch, fairseq-fixed and the test extras) and
 # scripts/setup_wordnet.sh; then ruff check, ruff format --check and pytest -q, with the test files spread
 # over PYTEST_WORKERS processes (pytest-xdist; default auto, one per CPU; each file runs whole in one, so
-# its module fixtures are built once). Serially: PYTEST_WORKERS=0, or pass -n 0.
+# its module fixtures are built once; in the order collected, so the long command-line files under tests/cli
+# start first and the many short files fill the end). Serially: PYTEST_WORKERS=0, or pass -n 0.
 case "${1:-}" in -h | --help) awk 'NR > 1 && !/^#/ {exit} NR > 1 {sub(/^# ?/, ""); print}' "$0"; exit 0 ;; esac  # usage, before any work
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -16,4 +17,4 @@ bash scripts/setup_wordnet.sh
 . .venv/bin/activate
 ruff check .
 ruff format --check .
-python -m pytest -q -n "${PYTEST_WORKERS:-auto}" --dist loadfile "$@"
+python -m pytest -q -n "${PYTEST_WORKERS:-auto}" --dist loadfile --no-loadscope-reorder "$@"
