@@ -68,10 +68,13 @@ def run_script_as_main(path, flag, folder, out, err):
     code = 0
     try:
         runpy.run_path(path, run_name="__main__")
-    except SystemExit as stop:
-        code = stop.code if isinstance(stop.code, int) else (0 if stop.code is None else 1)
-        if isinstance(stop.code, str):
-            print(stop.code, file=sys.stderr)
+    except (
+        SystemExit
+    ) as stop:  # as the interpreter ends: None is 0, an int its code, anything else printed, 1
+        code = 0 if stop.code is None else stop.code
+        if not isinstance(code, int):
+            print(code, file=sys.stderr)
+            code = 1
     sys.stdout.flush()
     sys.stderr.flush()
     os._exit(code)

@@ -13,6 +13,15 @@ def ci_lines():
     return [line.strip() for line in text.splitlines() if line.strip() and not line.lstrip().startswith("#")]
 
 
+def smoke_run_index(lines):
+    """The index of the line that runs the main job's smoke run (``bash scripts/demo.sh``)."""
+    return next(i for i, line in enumerate(lines) if re.search(r"\bbash scripts/demo\.sh\b", line))
+
+
+def removed_before_the_smoke_run(lines, path):
+    return re.search(rf"\brm -rf\b.*\s{re.escape(path)}(\s|$)", "\n".join(lines[: smoke_run_index(lines)]))
+
+
 def test_ci_stops_on_the_first_failure():
     lines = ci_lines()
     assert "set -euo pipefail" in lines[:3], "a failing step must fail .ci/run (set -euo pipefail, first)"
@@ -20,12 +29,12 @@ def test_ci_stops_on_the_first_failure():
 
 def test_the_smoke_run_comes_first_in_a_venv_of_its_own():
     lines = ci_lines()
-    demo = next(i for i, line in enumerate(lines) if re.search(r"\bbash scripts/demo\.sh\b", line))
+    demo = smoke_run_index(lines)
     suite = next(i for i, line in enumerate(lines) if re.search(r"\bbash scripts/test\.sh\b", line))
     assert demo < suite, "the main job's smoke run must come before the suite"
     venv = re.search(r"\bVENV=(\S+)", lines[demo])
     assert venv and venv.group(1) not in (".venv", "./.venv"), "the smoke run needs a venv of its own"
-    assert re.search(rf"\brm -rf\b.*\s{re.escape(venv.group(1))}(\s|$)", "\n".join(lines[:demo])), (
+    assert removed_before_the_smoke_run(lines, venv.group(1)), (
         f"{venv.group(1)} must be removed first (a fresh venv, set up as scripts/demo.sh does)"
     )
     for setting in ("UPDATES", "TEST_PAIRS"):
@@ -51,7 +60,8 @@ def test_the_suite_reads_the_smoke_runs_console():
     kept = re.search(r"bash scripts/demo\.sh 2>&1 \\\n\| tee (\S+)$", text, re.M)
     assert kept, "the smoke run's console (stdout and stderr) must be kept with tee"
     console = kept.group(1)
-    demo = next(i for i, line in enumerate(lines) if "bash scripts/demo.sh" in line)
-    assert re.search(rf"\brm -rf\b.*\s{re.escape(console)}(\s|$)", "\n".join(lines[:demo])), console
-    assert re.search(r"(^|\s)PYTHONWARNINGS=\s", lines[demo]), "empty PYTHONWARNINGS for the smoke run"
+    assert removed_before_the_smoke_run(lines, console), console
+    assert re.search(r"(^|\s)PYTHONWARNINGS=\s", lines[smoke_run_index(lines)]), (
+        "empty PYTHONWARNINGS for the smoke run"
+    )
     assert re.search(rf"\bMAIN_JOB_SMOKE_CONSOLE={re.escape(console)} bash scripts/test\.sh\b", text)
