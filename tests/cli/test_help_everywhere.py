@@ -10,16 +10,20 @@ otherwise repeat.
 
 import glob
 import multiprocessing
+import multiprocessing.connection
 import os
 import runpy
 import subprocess
 import sys
+import time
 import warnings
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
 from ..helpers.cli import REPO
+
+TIMEOUT_S = 120  # seconds for one --help
 
 # libraries that recipes source; they are not run (their header says so)
 SOURCED_ONLY = {"examples/aclsum/common.sh", "examples/common/pairs.sh", "examples/common/seq2seq_stages.sh"}
@@ -42,15 +46,13 @@ def checkout_state():
     return [line for line in lines if "__pycache__" not in line and not line.endswith(".pyc")]
 
 
-def ask_for_help(script, flag, folder, forks):
-    if script.endswith(".py"):
-        return help_from_a_fork(script, flag, folder, forks)
+def help_from_bash(script, flag, folder):
     env = dict(
         os.environ, HOME=str(folder), PYTHONPATH=REPO, PYTHONWARNINGS="ignore", PYTHONDONTWRITEBYTECODE="1"
     )
     proc = subprocess.run(
         ["bash", os.path.join(REPO, script), flag], cwd=folder, env=env, capture_output=True, text=True,
-        timeout=120,
+        timeout=TIMEOUT_S,
     )  # fmt: skip
     return proc.returncode, proc.stdout, proc.stderr
 
@@ -68,9 +70,7 @@ def run_script_as_main(path, flag, folder, out, err):
     code = 0
     try:
         runpy.run_path(path, run_name="__main__")
-    except (
-        SystemExit
-    ) as stop:  # as the interpreter ends: None is 0, an int its code, anything else printed, 1
+    except SystemExit as stop:  # as the interpreter ends: None is 0, an int its code, else printed and 1
         code = 0 if stop.code is None else stop.code
         if not isinstance(code, int):
             print(code, file=sys.stderr)
@@ -80,16 +80,40 @@ def run_script_as_main(path, flag, folder, out, err):
     os._exit(code)
 
 
-def help_from_a_fork(script, flag, folder, forks):
-    out, err = folder.parent / f"{folder.name}.out", folder.parent / f"{folder.name}.err"
-    child = forks.Process(
-        target=run_script_as_main, args=(os.path.join(REPO, script), flag, folder, out, err)
-    )
-    child.start()
-    child.join(120)
-    if child.exitcode is None:
-        child.kill()
-    return child.exitcode, out.read_text(), err.read_text()
+def help_from_forks(cases, folders, forks, width=4):
+    """``--help`` of each Python script in ``cases``, ``width`` forks at a time: {case: (exit code, stdout,
+    stderr)}; a fork that outlives TIMEOUT_S is killed (code -9).
+
+    Every start, wait and join happens in this one thread. multiprocessing's Process objects are not safe to
+    drive from several threads: ``start()`` polls every running child, and a poll in one thread can take
+    the exit status that a ``join()`` in another is about to read, which then reports 255.
+    """
+    pending, running, answers = list(cases), {}, {}
+
+    def outputs(case):
+        return [folders[case].parent / f"{folders[case].name}.{end}" for end in ("out", "err")]
+
+    def finish(sentinel):
+        case, child, _ = running.pop(sentinel)
+        child.join(5)
+        out, err = outputs(case)
+        answers[case] = (child.exitcode, out.read_text(), err.read_text())
+
+    while pending or running:
+        while pending and len(running) < width:
+            case = pending.pop(0)
+            script, flag = case
+            args = (os.path.join(REPO, script), flag, folders[case], *outputs(case))
+            child = forks.Process(target=run_script_as_main, args=args)
+            child.start()
+            running[child.sentinel] = (case, child, time.monotonic())
+        for sentinel in multiprocessing.connection.wait(list(running), timeout=1):
+            finish(sentinel)
+        for sentinel, (_, child, started) in list(running.items()):
+            if time.monotonic() - started > TIMEOUT_S:
+                child.kill()
+                finish(sentinel)
+    return answers
 
 
 def test_the_sourced_libraries_say_so():
@@ -109,8 +133,12 @@ def test_every_script_answers_help_without_side_effects(tmp_path):
         folders[(script, flag)].mkdir(parents=True)
     forks = multiprocessing.get_context("forkserver")
     forks.set_forkserver_preload(["unilm_fairseq"])
-    with ThreadPoolExecutor(max_workers=4) as pool:
-        answers = dict(zip(cases, pool.map(lambda case: ask_for_help(*case, folders[case], forks), cases)))
+    shell = [case for case in cases if not case[0].endswith(".py")]
+    # the shell scripts run from a thread pool (subprocess is thread-safe); the forks from this thread only
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        from_bash = pool.map(lambda case: help_from_bash(*case, folders[case]), shell)
+        answers = help_from_forks([case for case in cases if case[0].endswith(".py")], folders, forks)
+        answers.update(zip(shell, from_bash))
     problems = []
     for (script, flag), (code, stdout, stderr) in answers.items():
         made = os.listdir(folders[(script, flag)])
