@@ -15,7 +15,9 @@
 #      replayed from a CUDA graph (samples/s, ms per token, recompute / cached; float16 at batch 64 also
 #      profiled: kernels, copies and syncs per step).
 # Every step's log goes to $RESULTS (default gpu_check_results/); results.txt holds the summary
-# table, which is printed at the end. A failed step is recorded and the next one runs. Parts 2-4 run in
+# table, which is printed at the end. A failed step is recorded, the end of its log printed, and the next
+# one runs. ARCHIVE=FILE.tar.gz also packs $RESULTS into that one file at the end (on a machine that
+# returns few files); the generated training data and binaries go to a temporary WORK folder, removed. Parts 2-4 run in
 # the order PARTS names them, by default "bench train tests" (4, 3, 2: the figures first). DEADLINE_S
 # (default 540, 0: none) bounds the whole run, set-up included: a step gets at most the time left, and a
 # step due with under 10 s left is recorded as SKIP, so the summary prints inside a machine's 10-minute
@@ -37,9 +39,15 @@ VENV=${VENV:-.venv}
 PYTHON=${PYTHON:-python3}
 mkdir -p "$RESULTS"
 SUMMARY=$RESULTS/results.txt
-WORK=$RESULTS/work
-rm -rf "$WORK" && mkdir -p "$WORK" && rm -f "$RESULTS"/*.log  # nothing left from an earlier run
+rm -f "$RESULTS"/*.log "$RESULTS/tables.txt"  # nothing left from an earlier run
 : > "$SUMMARY"
+WORK=$(mktemp -d "${TMPDIR:-/tmp}/gpu_check_work.XXXXXX")
+finish() {  # at any exit: the work folder goes, the results are packed when ARCHIVE asks for it
+  rm -rf "$WORK"
+  if [ -n "${ARCHIVE:-}" ]; then tar -czf "$ARCHIVE" -C "$(dirname "$RESULTS")" "$(basename "$RESULTS")"; fi
+}
+trap finish EXIT
+trap 'exit 143' TERM INT  # killed by an outer timeout: still pack what is there
 
 say() { printf '[gpu_check] %s\n' "$*"; }
 record() {  # step, status, seconds, note
@@ -69,6 +77,9 @@ run_step() {
   say "running $name: $*"
   if timeout "$STEP_LIMIT" "$@" > "$RESULTS/$name.log" 2>&1; then status=PASS; else status=FAIL; fi
   record "$name" "$status" "$(( $(date +%s) - start ))" "log: $name.log"
+  if [ "$status" = FAIL ]; then  # the cause on the console, which comes back when no file does
+    tail -n 25 "$RESULTS/$name.log" | sed "s/^/[gpu_check]   $name: /"
+  fi
   [ "$status" = PASS ]
 }
 

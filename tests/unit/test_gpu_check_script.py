@@ -5,6 +5,7 @@ import re
 import shlex
 import subprocess
 import sys
+import tarfile
 
 import pytest
 
@@ -122,3 +123,23 @@ def test_steps_past_the_deadline_are_skipped_and_the_summary_still_prints(tmp_pa
     proc = subprocess.run(["bash", SCRIPT], capture_output=True, text=True, env=env, timeout=300)
     assert proc.returncode != 0
     assert "part_nonsense" in (results / "results.txt").read_text()
+
+
+def test_a_failed_step_prints_its_log_and_the_results_pack_into_one_archive(tmp_path):
+    """A machine that returns only a few files still shows why a step failed (the end of its log on the
+    console) and gets every log back in ARCHIVE; the generated work folder stays out of the results."""
+    shim = tmp_path / "bin" / "python"
+    shim.parent.mkdir()
+    failing = SHIM.replace("esac", '  *benchmarks/*) echo "the cause of $1"; exit 3 ;;\nesac')
+    shim.write_text(failing.format(python=sys.executable))
+    shim.chmod(0o755)
+    results, archive = tmp_path / "results", tmp_path / "results.tar.gz"
+    env = dict(os.environ, PATH=f"{shim.parent}{os.pathsep}{os.environ['PATH']}", SKIP_SETUP="1",
+               DEADLINE_S="0", PARTS="bench", RESULTS=str(results), ARCHIVE=str(archive))  # fmt: skip
+    proc = subprocess.run(["bash", SCRIPT], capture_output=True, text=True, env=env, timeout=300)
+    assert proc.returncode != 0
+    assert "[gpu_check]   bench_batch_build: the cause of benchmarks/bench_throughput.py" in proc.stdout
+    with tarfile.open(archive) as packed:
+        names = set(packed.getnames())
+    assert {"results/results.txt", "results/tables.txt", "results/bench_batch_build.log"} <= names
+    assert not [n for n in names if n.startswith("results/work")] and not (results / "work").exists()
