@@ -75,6 +75,10 @@ RECOMPUTE_PER_CACHED_TARGET = 3.0  # recompute / cached, at least
 CACHED_PER_TRANSFORMER_TARGET = 1.2  # cached / fairseq transformer per generated token, at most
 # cached and recomputed beam scores are float32 sums over the same steps in different layouts
 SCORE_TOLERANCE = 1e-3
+# Hypotheses may differ only at a near tie: the other layout's float sums can order two candidates whose
+# scores agree to float32 precision the other way (the base models here are random, so ties are common;
+# ties flipped between eager and CUDA graph steps on the H200 run at score gaps of 2e-06 and below).
+TIE_TOLERANCE = 1e-5
 PROFILE_ROWS = 25
 
 DTYPES = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16}
@@ -255,21 +259,28 @@ def checked_run(generator, model, batch: Batch, steps: int):
 
 
 def compare_outputs(cached, recomputed):
-    """Hypotheses that differ between cached and recomputed decoding, and the largest score difference."""
-    differing, worst = 0, 0.0
+    """Hypotheses that differ between cached and recomputed decoding, those of them whose score is not
+    within TIE_TOLERANCE of the other's at the same rank, and the largest score difference."""
+    differing, untied, worst = 0, 0, 0.0
     for hypos_a, hypos_b in zip(cached, recomputed):
         for a, b in zip(hypos_a, hypos_b):
-            differing += not torch.equal(a["tokens"], b["tokens"])
-            worst = max(worst, abs(float(a["score"]) - float(b["score"])))
-    return differing, worst
+            gap = abs(float(a["score"]) - float(b["score"]))
+            if not torch.equal(a["tokens"], b["tokens"]):
+                differing += 1
+                untied += gap > TIE_TOLERANCE
+            worst = max(worst, gap)
+    return differing, untied, worst
 
 
 def print_check(outputs, reference, name: str, reference_name: str, args, half_note: str) -> None:
     """The check line of ``outputs`` against ``reference``: judged in float32, shown in half precision."""
-    differing, worst = compare_outputs(outputs, reference)
-    found = f"{differing} of {args.batch_size * args.beam} hypotheses differ, max |score diff| {worst:.2e}"
+    differing, untied, worst = compare_outputs(outputs, reference)
+    found = f"{differing} of {args.batch_size * args.beam} hypotheses differ"
+    if differing:
+        found += f" ({differing - untied} of them ties: same-rank scores within {TIE_TOLERANCE:g})"
+    found += f", max |score diff| {worst:.2e}"
     if DTYPES[args.dtype] == torch.float32:
-        verdict = "PASS" if differing == 0 and worst <= SCORE_TOLERANCE else "FAIL"
+        verdict = "PASS" if untied == 0 and worst <= SCORE_TOLERANCE else "FAIL"
         print(f"check   : {name} == {reference_name}: {found} (tolerance {SCORE_TOLERANCE:g}) {verdict}")
     else:
         print(

@@ -108,3 +108,21 @@ def test_training_benchmark_in_fp16_reports_utilization_and_profile():
     assert rows["UniLMv2 PMLM (AE+PAR)"][0] > rows["UniLMv2 AE only"][0] > 0
     ops = [line for line in out.splitlines() if line.startswith("aten ops dispatched")]
     assert len(ops) == 1 and all(int(v) > 0 for v in ops[0].split()[3:])
+
+
+def test_decoding_check_lets_hypotheses_differ_only_at_near_ties():
+    """bench_decoding's float32 check: a hypothesis may differ from the reference's at the same rank only
+    when their scores tie to within TIE_TOLERANCE; any other difference is counted against it."""
+    bench = helpers.bench_decoding()
+
+    def hypo(tokens, score):
+        return {"tokens": torch.tensor(tokens), "score": torch.tensor(score)}
+
+    reference = [[hypo([4, 5, 2], -1.0), hypo([4, 6, 2], -1.2)]]
+    same = [[hypo([4, 5, 2], -1.0), hypo([4, 6, 2], -1.2 + 1e-7)]]
+    flipped = [[hypo([4, 6, 2], -1.0 + 2e-6), hypo([4, 5, 2], -1.2)]]  # a near tie, taken the other way
+    apart = [[hypo([4, 7, 2], -1.0 + 10 * bench.TIE_TOLERANCE), hypo([4, 6, 2], -1.2)]]
+    assert bench.compare_outputs(same, reference)[:2] == (0, 0)
+    assert bench.compare_outputs(flipped, reference)[:2] == (2, 0)  # both ranks, each a tie
+    differing, untied, worst = bench.compare_outputs(apart, reference)
+    assert (differing, untied) == (1, 1) and worst == pytest.approx(10 * bench.TIE_TOLERANCE, rel=1e-3)
