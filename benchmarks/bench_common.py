@@ -217,6 +217,49 @@ def profile_counts(prof) -> Dict[str, int]:
     return counts
 
 
+# what :func:`component_times` groups the dispatched ops into, by the first rule whose name part matches
+# (attention before the products: a CPU math attention dispatches its own bmm and softmax inside it)
+COMPONENTS = (
+    ("attention", ("attention",)),
+    ("matrix products", ("::mm", "::addmm", "::bmm", "::baddbmm", "::matmul", "::linear")),
+    ("embeddings and bias tables", ("embedding",)),
+    ("copies and casts", ("::copy_", "::to", "::_to_copy", "::clone", "::contiguous")),
+    ("layer norm", ("layer_norm",)),
+    ("log-softmax and loss", ("softmax", "nll_loss", "cross_entropy")),
+)
+OTHER_COMPONENT = "elementwise and other"
+OPTIMIZER_COMPONENT = "optimizer step"  # every op inside torch's ``Optimizer.step`` range
+
+
+def component(op: str) -> str:
+    """The :data:`COMPONENTS` name of an aten op (``aten::mm``), or :data:`OTHER_COMPONENT`."""
+    for name, parts in COMPONENTS:
+        if any(op.endswith(part) or f"{part}_" in op or f"{part}." in op for part in parts):
+            return name
+    return OTHER_COMPONENT
+
+
+def component_times(prof, on_gpu: bool) -> Dict[str, float]:
+    """Milliseconds of device time (a GPU profile) or CPU time per :func:`component`, over the aten ops
+    dispatched from Python and autograd (:func:`dispatched_calls`), those inside torch's optimizer step as
+    one component: each op counts with everything it runs inside it, so no time is counted twice;
+    ``"total"`` is their sum."""
+    names = [name for name, _ in COMPONENTS] + [OPTIMIZER_COMPONENT, OTHER_COMPONENT, "total"]
+    times = dict.fromkeys(names, 0.0)
+    for event in prof.events():
+        if not event.name.startswith("aten::") or _nested_op(event):
+            continue
+        in_step = _inside(event, lambda parent: parent.startswith("Optimizer.step"))
+        if on_gpu:
+            micros = getattr(event, "device_time_total", None)
+            micros = event.cuda_time_total if micros is None else micros
+        else:
+            micros = event.cpu_time_total
+        times[OPTIMIZER_COMPONENT if in_step else component(event.name)] += micros / 1000
+        times["total"] += micros / 1000
+    return times
+
+
 def shown_counts(on_gpu: bool) -> List[Tuple[str, str]]:
     """``(key, label)`` of the :func:`profile_counts` a profile measured: all on a GPU, CPU_COUNTS else."""
     return [(key, label) for key, label in PROFILE_COUNT_LABELS.items() if on_gpu or key in CPU_COUNTS]
@@ -242,10 +285,30 @@ def print_counts_table(title: str, columns: Dict[str, Dict[str, float]], on_gpu:
         print(f"{label:<32}{cells}")
 
 
-def profiled(fn: Callable[[], object], on_gpu: bool, title: str, rows: int) -> Dict[str, int]:
+def print_times_table(title: str, columns: Dict[str, Dict[str, float]]) -> None:
+    """:func:`component_times` of each column (a label -> milliseconds by component), side by side, each
+    component also as a share of its column's total; components at 0 in every column are left out."""
+    width = max([22] + [len(name) + 2 for name in columns])
+    header = f"{title:<32}" + "".join(f"{name:>{width}}" for name in columns)
+    print()
+    print(header)
+    print("-" * len(header))
+    for key in next(iter(columns.values())):
+        if not any(times[key] for times in columns.values()):
+            continue  # e.g. no optimizer step in decoding
+        cells = [
+            f"{times[key]:.2f} ({times[key] / times['total']:.0%})" if times["total"] else "0"
+            for times in columns.values()
+        ]
+        print(f"{key:<32}" + "".join(f"{cell:>{width}}" for cell in cells))
+
+
+def profiled(
+    fn: Callable[[], object], on_gpu: bool, title: str, rows: int
+) -> Tuple[Dict[str, int], Dict[str, float]]:
     """Runs ``fn()`` under ``torch.profiler`` (CPU, and CUDA on a GPU: the profiler waits for the device
     before it stops), prints ``title`` and its ``rows`` most expensive ops (by self device time on a GPU,
-    self CPU time otherwise), and returns its :func:`profile_counts`."""
+    self CPU time otherwise), and returns its :func:`profile_counts` and :func:`component_times`."""
     from torch.profiler import ProfilerActivity, profile
 
     activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if on_gpu else [])
@@ -255,4 +318,4 @@ def profiled(fn: Callable[[], object], on_gpu: bool, title: str, rows: int) -> D
     print()
     print(f"profile: {title}, top {rows} ops by self {kind} time")
     print(prof.key_averages().table(sort_by=f"self_{kind.lower()}_time_total", row_limit=rows))
-    return profile_counts(prof)
+    return profile_counts(prof), component_times(prof, on_gpu)

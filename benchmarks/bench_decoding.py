@@ -53,11 +53,18 @@ import argparse
 import os
 import statistics
 import time
-from typing import Callable, Dict
+from typing import Callable, Dict, Tuple
 
 import numpy as np
 import torch
-from bench_common import build_dictionary, load_average, machine_line, print_counts_table, profiled
+from bench_common import (
+    build_dictionary,
+    load_average,
+    machine_line,
+    print_counts_table,
+    print_times_table,
+    profiled,
+)
 from fairseq.data import Dictionary
 from fairseq.models import ARCH_CONFIG_REGISTRY, ARCH_MODEL_INV_REGISTRY
 from fairseq.models.transformer import TransformerModel
@@ -323,16 +330,19 @@ def run_interleaved(generators, models, batch, scales, args, sync: Callable[[], 
     return times, encoder_times, peak_bytes
 
 
-def profile_one(generator, model, batch: Batch, label: str) -> Dict[str, int]:
-    """:func:`bench_common.profiled` over one generate call."""
+def profile_one(generator, model, batch: Batch, label: str) -> Tuple[Dict[str, int], Dict[str, float]]:
+    """:func:`bench_common.profiled` over one generate call: its counts and milliseconds by component."""
     on_gpu = next(model.parameters()).is_cuda
     return profiled(lambda: generator.generate([model], batch), on_gpu, f"{label}, one batch", PROFILE_ROWS)
 
 
-def profile_report(counts: Dict[str, Dict[str, int]], steps: int, on_gpu: bool) -> None:
-    """Per decoder step (one generate call's counts over its steps, the encoder included), side by side."""
-    per_step = {name: {key: value / steps for key, value in c.items()} for name, c in counts.items()}
+def profile_report(profiles, steps: int, on_gpu: bool) -> None:
+    """Per decoder step (one generate call's :func:`profile_one` over its steps, the encoder included), the
+    counts and then the milliseconds by component, side by side."""
+    per_step = {name: {key: value / steps for key, value in c.items()} for name, (c, _) in profiles.items()}
     print_counts_table(f"per step ({steps} per call)", per_step, on_gpu, ".1f")
+    ms = {name: {key: value / steps for key, value in t.items()} for name, (_, t) in profiles.items()}
+    print_times_table(f"ms per step, {'device' if on_gpu else 'CPU'} time", ms)
 
 
 def main():
@@ -509,16 +519,16 @@ def main():
     print(f"load avg: {load_average()} (1/5/15 min) at end")
 
     if args.profile:
-        counts = {
+        profiles = {
             CACHED: profile_one(generators[CACHED], unilm, batch, CACHED),
             TRANSFORMER: profile_one(generators[TRANSFORMER], transformer, batch, TRANSFORMER),
         }
         if stepped is not None:
             try:  # a graph captured under the profiler: should the device's tracer refuse it, say so
-                counts[stepped] = profile_one(generators[stepped], unilm, batch, stepped)
+                profiles[stepped] = profile_one(generators[stepped], unilm, batch, stepped)
             except RuntimeError as error:
                 print(f"profile: {stepped} could not be profiled ({error}); its timing above stands")
-        profile_report(counts, steps, on_cuda)
+        profile_report(profiles, steps, on_cuda)
 
 
 if __name__ == "__main__":

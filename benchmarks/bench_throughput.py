@@ -72,7 +72,10 @@ from NVIDIA's data sheets, or ``--peak-tflops``), the model FLOP utilization (MF
 ``--profile``: after the timing, ``torch.profiler`` over one update of each system (CPU, and
 CUDA on a GPU): per update the aten ops dispatched from Python and autograd, the tensor values
 read back to the host, and on a GPU the kernels, copies and host-blocking syncs, side by side;
-then each system's most expensive ops (by device time on a GPU, by CPU time otherwise).
+the milliseconds of device (or CPU) time by component (attention, matrix products, embeddings
+and the bias table, copies and casts, layer norm, log-softmax and loss, the optimizer step, the
+rest), and on a GPU the timed update against the device's busy time; then each system's most
+expensive ops (by device time on a GPU, by CPU time otherwise).
 
 Memory: on CUDA, ``torch.cuda.max_memory_allocated`` over each system's updates. On
 CPU, torch's allocator is invisible to tracemalloc, so each system also runs alone in
@@ -101,7 +104,7 @@ import sys
 import tempfile
 import time
 import warnings
-from typing import Callable, Dict, List, Optional
+from typing import Callable, Dict, List, Optional, Tuple
 
 import numpy as np
 import torch
@@ -112,6 +115,7 @@ from bench_common import (
     machine_line,
     peak_tflops,
     print_counts_table,
+    print_times_table,
     profiled,
 )
 from fairseq import optim, options, tasks, utils
@@ -601,16 +605,28 @@ def data_only(args) -> None:
             print(busy)
 
 
-def profile_update(system: System, rows: int) -> Dict[str, int]:
-    """:func:`bench_common.profiled` over one update, after an unprofiled one."""
+def profile_update(system: System, rows: int) -> Tuple[Dict[str, int], Dict[str, float]]:
+    """:func:`bench_common.profiled` over one update, after an unprofiled one: counts, ms by component."""
     system.run(1)
     on_gpu = next(system.model.parameters()).is_cuda
     return profiled(lambda: system.run(1), on_gpu, f"{LABELS[system.name]}, one update", rows)
 
 
-def profile_report(counts: Dict[str, Dict[str, int]], on_gpu: bool) -> None:
-    """The per-update counts of :func:`profile_update`, the systems side by side."""
-    print_counts_table("one update", {LABELS[n]: c for n, c in counts.items()}, on_gpu, "d")
+def profile_report(profiles, seconds: Dict[str, List[float]], on_gpu: bool) -> None:
+    """The per-update counts and milliseconds by component of :func:`profile_update`, the systems side by
+    side; on a GPU also the timed update's median against the device time profiled (the rest: the device
+    waiting for the host)."""
+    print_counts_table("one update", {LABELS[n]: c for n, (c, _) in profiles.items()}, on_gpu, "d")
+    print_times_table(f"one update, ms of {'device' if on_gpu else 'CPU'} time", {
+        LABELS[n]: t for n, (_, t) in profiles.items()
+    })  # fmt: skip
+    if on_gpu:
+        for name, (_, times) in profiles.items():
+            timed = statistics.median(seconds[name]) * 1000
+            print(
+                f"{LABELS[name]}: timed update {timed:.1f} ms, device busy {times['total']:.1f} ms "
+                f"({times['total'] / timed:.0%}; the profiled update is one of its own)"
+            )
 
 
 def flops_report(systems: Dict[str, System], seconds, flops: Dict[str, float], args, device) -> None:
@@ -781,8 +797,8 @@ def main(argv: Optional[List[str]] = None):
         if busy:
             print(busy)
         if args.profile:
-            counts = {name: profile_update(systems[name], PROFILE_ROWS) for name in args.systems}
-            profile_report(counts, device.type == "cuda")
+            profiles = {name: profile_update(systems[name], PROFILE_ROWS) for name in args.systems}
+            profile_report(profiles, seconds, device.type == "cuda")
 
 
 if __name__ == "__main__":

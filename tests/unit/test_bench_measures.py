@@ -126,3 +126,43 @@ def test_decoding_check_lets_hypotheses_differ_only_at_near_ties():
     assert bench.compare_outputs(flipped, reference)[:2] == (2, 0)  # both ranks, each a tie
     differing, untied, worst = bench.compare_outputs(apart, reference)
     assert (differing, untied) == (1, 1) and worst == pytest.approx(10 * bench.TIE_TOLERANCE, rel=1e-3)
+
+
+def test_component_times_split_the_dispatched_ops_without_counting_twice(bench_common):
+    """The training benchmark's per-component table: every top-level op lands in one component (its
+    nested ops inside it), the optimizer's step is one component, and the components add up to the total
+    of the top-level ops' times."""
+    assert bench_common.component("aten::_scaled_dot_product_efficient_attention_backward") == "attention"
+    assert bench_common.component("aten::addmm") == "matrix products"
+    assert bench_common.component("aten::embedding_dense_backward") == "embeddings and bias tables"
+    assert bench_common.component("aten::copy_") == "copies and casts"
+    assert bench_common.component("aten::native_layer_norm_backward") == "layer norm"
+    assert bench_common.component("aten::_log_softmax") == "log-softmax and loss"
+    assert {bench_common.component("aten::topk"), bench_common.component("aten::add_")} == {
+        "elementwise and other"
+    }
+
+    torch.manual_seed(0)
+    table, norm, linear = torch.nn.Embedding(32, 16), torch.nn.LayerNorm(16), torch.nn.Linear(16, 16)
+    params = [*table.parameters(), *norm.parameters(), *linear.parameters()]
+    optimizer = torch.optim.Adam(params)
+    ids = torch.randint(0, 32, (2, 8))
+
+    def update():
+        x = linear(norm(table(ids))).view(2, 8, 4, 4).transpose(1, 2)  # batch, heads, length, head size
+        F.log_softmax(F.scaled_dot_product_attention(x, x, x).sum(1), -1).mean().backward()
+        optimizer.step()
+
+    update()
+    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]) as prof:
+        update()
+    times = bench_common.component_times(prof, on_gpu=False)
+    top_level = sum(
+        e.cpu_time_total / 1000
+        for e in prof.events()
+        if e.name.startswith("aten::") and not bench_common._nested_op(e)
+    )
+    assert times["total"] == pytest.approx(top_level) and times["total"] > 0
+    assert sum(v for k, v in times.items() if k != "total") == pytest.approx(times["total"])
+    expected = ("attention", "matrix products", "embeddings and bias tables", "layer norm", "optimizer step")
+    assert [name for name in expected if not times[name] > 0] == []
