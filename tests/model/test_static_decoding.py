@@ -7,6 +7,7 @@ can replay it (docs: benchmarks/README.md, "CUDA graph decoding").
 
 import argparse
 import collections
+import pickle
 
 import pytest
 import torch
@@ -28,12 +29,24 @@ from ..helpers.seq2seq import (
     collate,
     decoding_model,
     generate,
+    line,
     make_task,
     pairs_dataset,
     sharpened_model,
 )
 
 pytestmark = pytest.mark.usefixtures("one_thread")
+
+
+@pytest.fixture(autouse=True)
+def nothing_kept():
+    """The decoding models are shared between tests: none starts with a state an earlier decode kept."""
+    methods = [*seq2seq_layout.METHODS, *(m.value for m in seq2seq_layout.METHODS)]  # cached by either
+    for method in methods:
+        decoding_model(method).decoder.release_static_state()
+    yield
+    for method in methods:
+        decoding_model(method).decoder.release_static_state()
 
 
 @pytest.fixture
@@ -248,14 +261,83 @@ def test_graph_steps_capture_once_and_replay_into_one_output(spied, monkeypatch)
     monkeypatch.setattr(StaticDecodingStep, "_capture", captured)
     monkeypatch.setattr(StaticDecodingStep, "step", stepped)
     model, batch = decoding_model("pseudo_masked"), collate(pairs_dataset("pseudo_masked"))
+    second = other_batch("pseudo_masked")
     model.decoder.step_mode = "cuda_graph"
     try:
         graphed = generate(model, batch, incremental=True, beam=4, max_len_b=12)
+        graphed_second = generate(model, second, incremental=True, beam=4, max_len_b=12)
     finally:
         model.decoder.step_mode = "eager"
-    assert len(graphs) == 1 and graphs[0].replays == len(outputs) > 3
+    # one capture for both generate calls (the batches have one shape): every step replays it
+    assert len(graphs) == 1 and graphs[0].replays == len(outputs) > 6
     assert len(set(outputs)) == 1  # every step's logits are the captured output tensor
     assert_same_hypotheses(graphed, generate_in("eager", model, batch, beam=4, max_len_b=12))
+    assert_same_hypotheses(graphed_second, generate_in("eager", model, second, beam=4, max_len_b=12))
+
+
+def other_batch(method):
+    """A batch of the same shape as ``collate(pairs_dataset(method))`` with other sources and lengths."""
+    sources = [line(9, 7), line(4, 8), line(6, 9)]
+    batch = collate(pairs_dataset(method, sources=sources))
+    assert (
+        batch["net_input"]["src_tokens"].shape
+        == collate(pairs_dataset(method))["net_input"]["src_tokens"].shape
+    )
+    return batch
+
+
+@pytest.mark.parametrize("method", seq2seq_layout.METHODS)
+def test_the_next_decode_of_the_same_shape_restarts_the_kept_state(method, spied):
+    model, first, second = decoding_model(method), collate(pairs_dataset(method)), other_batch(method)
+    static_first = generate_in("static", model, first, beam=4, max_len_b=12)
+    kept = model.decoder._kept_static[0]
+    static_second = generate_in("static", model, second, beam=4, max_len_b=12)
+    assert spied["__init__"] == 1 and model.decoder._kept_static[0] is kept
+    assert_same_hypotheses(static_first, generate_in("eager", model, first, beam=4, max_len_b=12))
+    assert_same_hypotheses(static_second, generate_in("eager", model, second, beam=4, max_len_b=12))
+    generate_in("static", model, first, beam=2, max_len_b=12)  # another beam: other shapes, a new state
+    assert spied["__init__"] == 2 and model.decoder._kept_static[0] is not kept
+
+
+def test_a_decode_still_running_keeps_its_state_to_itself(spied):
+    """A second decode while the first one's incremental state lives gets a state of its own."""
+    model = decoding_model("masked")
+    src_tokens = collate(pairs_dataset("masked"))["net_input"]["src_tokens"]
+    prev = torch.cat([torch.full((6, 1), EOS), torch.tensor(WORDS[1:4]).repeat(6, 1)], 1)
+    order = torch.tensor([0, 0, 1, 1, 2, 2])
+    model.decoder.step_mode = "static"
+    try:
+        with torch.no_grad():
+            encoder_out = model.encoder.reorder_encoder_out(model.encoder(src_tokens), order)
+            running = {}
+            for t in range(2):
+                model.decoder(prev[:, : t + 1], encoder_out, incremental_state=running)
+            assert spied["__init__"] == 1
+            other = {}
+            for t in range(2):
+                model.decoder(prev[:, : t + 1], encoder_out, incremental_state=other)
+            assert spied["__init__"] == 2
+            del running, other  # both decodes over: the last state made is free for the next one
+            again = {}
+            for t in range(2):
+                model.decoder(prev[:, : t + 1], encoder_out, incremental_state=again)
+            assert spied["__init__"] == 2
+    finally:
+        model.decoder.step_mode = "eager"
+
+
+def test_training_casting_and_pickling_drop_the_kept_state():
+    model, batch = sharpened_model(D, "causal"), collate(pairs_dataset("causal"))
+    model.eval()
+    generate_in("static", model, batch, beam=2)
+    assert model.decoder._kept_static[0] is not None
+    model.train()
+    assert model.decoder._kept_static[0] is None
+    model.eval()
+    generate_in("static", model, batch, beam=2)
+    assert "_kept_static" not in pickle.loads(pickle.dumps(model.decoder)).__dict__
+    model.double()
+    assert model.decoder._kept_static[0] is None
 
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")

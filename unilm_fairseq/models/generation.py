@@ -34,6 +34,7 @@ out on the CPU.
 """
 
 import logging
+import weakref
 from typing import Dict, List, Optional
 
 import torch
@@ -258,7 +259,7 @@ class UniLMIncrementalDecoder(FairseqIncrementalDecoder):
         if static is None and self._static_steps(tokens.device) and (self.spec.causal or step > 0):
             # from here on every step feeds the same tokens: fixed shapes from a preallocated cache
             cache = self._eager_cache(incremental_state, encoder_out, tokens.size(0))
-            static = StaticDecodingStep(self, encoder_out, cache, graph=self.step_mode == "cuda_graph")
+            static = self._static_state(incremental_state, encoder_out, cache)
             self.set_incremental_state(incremental_state, "static", static)
             self.set_incremental_state(incremental_state, "cache", None)
         if static is not None:
@@ -313,6 +314,52 @@ class UniLMIncrementalDecoder(FairseqIncrementalDecoder):
             cache["next_position"] = position + 1
         self.set_incremental_state(incremental_state, "cache", cache)
         return self.lm_head(hidden[:, -1])
+
+    def _static_state(self, incremental_state, encoder_out, cache) -> "StaticDecodingStep":
+        """The fixed-shape state for this decode: the last one made, restarted, when it is free and has
+        this decode's shapes, else a new one, which is then kept in its place.
+
+        Reusing the state keeps its tensors where they are, so a CUDA graph captured by an earlier
+        generate call replays here too: batches of one shape (sources cut to one length, a fixed batch
+        size) capture once. A state is free when the decode that used it has ended: that decode's
+        incremental state holds its lease, and fairseq drops the incremental state when its generate
+        call returns. So two decodes that overlap never share one. The kept state holds its cache and
+        the source keys it last read until the next decode replaces it (:meth:`release_static_state`
+        frees them).
+        """
+        graph = self.step_mode == "cuda_graph"
+        kept, lease = getattr(self, "_kept_static", (None, None))
+        if kept is not None and lease() is None and kept.fits(encoder_out, cache, graph):
+            kept.restart(encoder_out, cache)
+            static = kept
+        else:
+            static = StaticDecodingStep(self, encoder_out, cache, graph=graph)
+        new_lease = _Lease()
+        self.set_incremental_state(incremental_state, "static_lease", new_lease)
+        object.__setattr__(self, "_kept_static", (static, weakref.ref(new_lease)))
+        return static
+
+    def release_static_state(self) -> None:
+        """Drop the fixed-shape state kept for the next decode (its cache, source keys and CUDA graph).
+
+        Moving or casting the model (``.to()``, ``.half()``) and going back to training (``.train()``)
+        drop it too, and pickling or copying the decoder leaves it behind.
+        """
+        object.__setattr__(self, "_kept_static", (None, None))
+
+    def _apply(self, fn, *args, **kwargs):
+        self.release_static_state()
+        return super()._apply(fn, *args, **kwargs)
+
+    def train(self, mode: bool = True):
+        if mode:
+            self.release_static_state()
+        return super().train(mode)
+
+    def __getstate__(self):
+        state = dict(super().__getstate__())
+        state.pop("_kept_static", None)
+        return state
 
     def _eager_cache(self, incremental_state, encoder_out, bsz: int) -> Dict[str, Tensor]:
         """The eager steps' cache: the incremental state's, or an empty one before the first target token."""
@@ -386,6 +433,10 @@ class UniLMIncrementalDecoder(FairseqIncrementalDecoder):
             self.set_incremental_state(incremental_state, "cache", cache)
 
 
+class _Lease:
+    """Held by a decode's incremental state while it uses the decoder's kept :class:`StaticDecodingStep`."""
+
+
 class StaticDecodingStep:
     """Cached decoding steps of fixed shape, over a preallocated cache: what a CUDA graph replays.
 
@@ -412,7 +463,9 @@ class StaticDecodingStep:
     When every slot is filled the state grows to twice the slots (and a graph is captured again).
 
     With ``graph``, the first step is captured as a CUDA graph (after a warm-up run on a side stream)
-    and every step replays it: a step then costs the host a few calls instead of hundreds.
+    and every step replays it: a step then costs the host a few calls instead of hundreds. The decoder
+    keeps the state for its next decode: one that :meth:`fits` is :meth:`restart`-ed in these tensors and
+    replays the same graph (:meth:`UniLMIncrementalDecoder._static_state`).
     """
 
     def __init__(self, decoder, encoder_out, cache, graph: bool = False):
@@ -453,6 +506,40 @@ class StaticDecodingStep:
         self.source_keys = keys
         self.cuda_graph = None
         self.logits = None
+
+    def fits(self, encoder_out, cache, graph: bool) -> bool:
+        """Whether :meth:`restart` can take this decode: the same rows, beam, source shape, dtype, device
+        and step kind, and room for the tokens already cached."""
+        kv, keys = cache["kv"], encoder_out["keys"][0]
+        return (
+            graph == self.graph
+            and kv.shape[:4] == self.kv.shape[:4]
+            and kv.shape[5] == self.kv.shape[5]
+            and kv.dtype == self.kv.dtype
+            and kv.device == self.kv.device
+            and kv.size(4) < self.capacity
+            and kv.size(2) == keys.size(0) * self.per_group
+            and [k.shape for k in encoder_out["keys"]] == [k.shape for k, _ in self.shared]
+            and encoder_out["lengths"][0].shape == self.lengths.shape
+        )
+
+    def restart(self, encoder_out, cache) -> None:
+        """Start a new decode (one that :meth:`fits`) in this state's tensors, where its graph reads them."""
+        kv = cache["kv"]
+        cached = kv.size(4)
+        self.kv.narrow(4, 0, cached).copy_(kv)
+        self.kv.narrow(4, cached, self.kv.size(4) - cached).zero_()  # as a new state's: nothing left over
+        self.slots[0].fill_(cached)  # the mask token's slot, if any, stays the last
+        self.tokens.fill_(self.decoder.mask_idx)
+        for source, target in (("lengths", self.lengths), ("padding", self.padding)):
+            target.copy_(encoder_out[source][0])
+        self.source_positions.copy_(encoder_out["positions"][0])
+        for (shared_k, shared_v), k, v in zip(self.shared, encoder_out["keys"], encoder_out["values"]):
+            shared_k.copy_(k)
+            shared_v.copy_(v)
+        self.source_keys = encoder_out["keys"][0]
+        self.live = self.rows
+        self.count = cached
 
     def forward(self) -> Tensor:
         """One step on this state's tensors alone (what the graph records): ``(B, V)`` logits."""
