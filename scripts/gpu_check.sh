@@ -155,6 +155,23 @@ PALM=("$WORK/pair-bin" --task palm_seq2seq --arch palm_tiny --criterion label_sm
 FP16_TOL=0.02  # |first loss fp16 - float32| / float32 at most (base-2 losses; float16 keeps 11 bits)
 BF16_TOL=0.03  # the same for --amp-bf16 (bfloat16 keeps 8 bits; issue 25 asks for 3%)
 
+train_args() {  # SYSTEM PRECISION: fairseq-train's arguments for one run of part 3, one per line
+  case $1 in
+    pmlm) printf '%s\n' "${PMLM[@]}" ;;
+    seq2seq) printf '%s\n' "${SEQ2SEQ[@]}" ;;
+    palm) printf '%s\n' "${PALM[@]}" ;;
+  esac
+  printf '%s\n' "${COMMON[@]}"
+  case $2 in
+    fp16) echo --fp16 ;;
+    amp_bf16) echo --amp-bf16 ;;
+  esac
+}
+train_run() {  # SYSTEM PRECISION: that run, its log in $RESULTS/train_SYSTEM_PRECISION.log
+  local args
+  mapfile -t args < <(train_args "$1" "$2")
+  timeout "$STEP_LIMIT" fairseq-train "${args[@]}" > "$RESULTS/train_$1_$2.log" 2>&1
+}
 first_loss() {  # the loss of the first update logged in a fairseq-train log, or nothing
   grep -E "\| train_inner \|.*num_updates=1[^0-9]" "$1" 2>/dev/null | head -1 | sed -E 's/.*[| ,]loss=([-0-9.e+a-z]+).*/\1/'
 }
@@ -181,7 +198,9 @@ part_tests() {  # the tests that need a GPU
     return
   fi
   # (skipped without torch.cuda.is_available() or fairseq's CUDA n-gram kernel; selected by name)
-  run_step cuda_tests 300 python -m pytest -q -rs tests -k \
+  # (the files that hold them: collecting the whole suite would import every test module first)
+  run_step cuda_tests 300 python -m pytest -q -rs tests/model/test_static_decoding.py \
+    tests/model/test_seq2seq_decoding.py tests/model/test_decoding_conventions.py tests/cli/test_hub_interface.py -k \
     "test_generate_on_gpu or test_cached_decoding_equals_recompute_on_cuda or test_cuda_kernel_honours_exemptions or test_cuda_graph_steps_decode_as_eager_steps"
   grep -E "passed|failed|skipped" "$RESULTS/cuda_tests.log" 2>/dev/null | tail -1 | sed 's/^/[gpu_check]   /'
   # the vectorized n-gram blocker (its tensors on the GPU when the tests put them there), half-precision
@@ -220,22 +239,28 @@ part_train() {  # half precision through fairseq-train
     --destdir "$WORK/mono-bin" --workers 1 > "$RESULTS/preprocess.log" 2>&1
   fairseq-preprocess --source-lang src --target-lang tgt --joined-dictionary --trainpref "$WORK/train" \
     --validpref "$WORK/valid" --destdir "$WORK/pair-bin" --workers 1 >> "$RESULTS/preprocess.log" 2>&1
+  # the nine runs go side by side (tiny models: the GPU has room, and each run's time is mostly start-up);
+  # each gets its own log and PASS/FAIL, then the half-precision losses are compared with float32's
+  step_due train_runs 240 || return 0
+  local start pids=() entry status
+  start=$(date +%s)
   for system in pmlm seq2seq palm; do
-    case $system in
-      pmlm) args=("${PMLM[@]}") ;;
-      seq2seq) args=("${SEQ2SEQ[@]}") ;;
-      palm) args=("${PALM[@]}") ;;
-    esac
-    run_step "train_${system}_fp32" 180 fairseq-train "${args[@]}" "${COMMON[@]}"
+    for precision in fp32 fp16 amp_bf16; do
+      say "running train_${system}_${precision}: fairseq-train $(train_args "$system" "$precision" | tr '\n' ' ')"
+      train_run "$system" "$precision" &
+      pids+=("$!:train_${system}_${precision}")
+    done
+  done
+  for entry in "${pids[@]}"; do
+    if wait "${entry%%:*}"; then status=PASS; else status=FAIL; fi
+    record "${entry#*:}" "$status" "$(( $(date +%s) - start ))" "log: ${entry#*:}.log"
+    [ "$status" = FAIL ] && tail -n 25 "$RESULTS/${entry#*:}.log" | sed "s/^/[gpu_check]   ${entry#*:}: /"
+  done
+  for system in pmlm seq2seq palm; do
     ref=$(first_loss "$RESULTS/train_${system}_fp32.log")
     for precision in fp16 amp_bf16; do
       tolerance=$FP16_TOL flag=--fp16
       [ "$precision" = amp_bf16 ] && tolerance=$BF16_TOL flag=--amp-bf16
-      run_step "train_${system}_${precision}" 180 fairseq-train "${args[@]}" "${COMMON[@]}" "$flag"
-      if [ ! -f "$RESULTS/train_${system}_fp32.log" ] || [ ! -f "$RESULTS/train_${system}_${precision}.log" ]; then
-        record "loss_${system}_${precision}" SKIP 0 "a run it compares did not start"
-        continue
-      fi
       note=$(compare "$system $flag" "$ref" "$(first_loss "$RESULTS/train_${system}_${precision}.log")" "$tolerance")
       status=$?
       record "loss_${system}_${precision}" "$([ $status = 0 ] && echo PASS || echo FAIL)" 0 "$note"

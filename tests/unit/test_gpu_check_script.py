@@ -47,8 +47,8 @@ def test_decodes_in_every_dtype_at_batch_64_and_128_and_trains_with_amp_bf16():
     # eager steps and steps replayed from a CUDA graph, side by side in every run
     assert decoding[0][decoding[0].index("--decoding-step") + 1] == "cuda_graph"
     assert "for dtype in float32 float16 bfloat16; do" in text and "for batch in 64 128; do" in text
-    assert "for precision in fp16 amp_bf16; do" in text and "flag=--amp-bf16" in text
-    assert '"${COMMON[@]}" "$flag"' in text and 'grep -q -- "use --amp-bf16"' in text
+    assert "for precision in fp32 fp16 amp_bf16; do" in text and "amp_bf16) echo --amp-bf16 ;;" in text
+    assert "for precision in fp16 amp_bf16; do" in text and 'grep -q -- "use --amp-bf16"' in text
     from unilm_fairseq.tasks.mixed_precision import TPU_WITHOUT_XLA
 
     assert "use --amp-bf16" in TPU_WITHOUT_XLA  # what the script looks for is what the plugin says
@@ -75,17 +75,18 @@ def test_benchmark_accepts_the_flags(path, argv):
     assert [a for a in passed if a not in known] == []
 
 
-def test_selected_cuda_tests_exist():
+def test_selected_cuda_tests_exist_in_the_files_named():
+    # run_step cuda_tests N python -m pytest -q -rs FILES... -k \ "NAME or NAME ..." (continued lines)
+    call_pattern = r'run_step cuda_tests \d+ python -m pytest -q -rs ((?:[^\n]*\\\n)+?)\s*"([^"]+)"'
     with open(SCRIPT) as f:
-        selection = re.search(r'pytest[^\n]*-k \\\n\s*"([^"]+)"', f.read()).group(1)
-    names = selection.split(" or ")
+        call = re.search(call_pattern, f.read())
+    files = [word for word in call.group(1).replace("\\\n", " ").split() if word.endswith(".py")]
+    names = call.group(2).split(" or ")
     assert len(names) == 4 and "test_cuda_graph_steps_decode_as_eager_steps" in names
     sources = ""
-    for folder, _, files in os.walk(os.path.join(REPO, "tests")):
-        for name in files:
-            if name.endswith(".py"):
-                with open(os.path.join(folder, name)) as f:
-                    sources += f.read()
+    for path in files:
+        with open(os.path.join(REPO, path)) as f:
+            sources += f.read()
     assert [n for n in names if f"def {n}(" not in sources] == []
 
 
