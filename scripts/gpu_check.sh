@@ -227,9 +227,11 @@ part_bench() {  # the benchmarks at issue 25's sizes; their tables are collected
   run_step bench_throughput_fp16 300 python benchmarks/bench_throughput.py --layers 12 --dim 768 --ffn 3072 --heads 12 --tokens 512 --batch-size 32 --rounds 2 --updates 5 --data-rounds 1 --systems ae,pmlm --fp16 --profile --device cuda
   run_step bench_throughput 300 python benchmarks/bench_throughput.py --layers 12 --dim 768 --ffn 3072 --heads 12 --tokens 512 --batch-size 32 --rounds 3 --updates 5 --data-rounds 2 --device cuda
   run_step bench_batch_build 180 python benchmarks/bench_throughput.py --data-only --layers 12 --dim 768 --ffn 3072 --heads 12 --tokens 512 --batch-size 32 --data-rounds 5 --device cuda
+  run_step bench_bias_grad 120 python benchmarks/bench_bias_grad.py --device cuda --dtype float16
   run_step bench_ngram_float32 120 python benchmarks/bench_ngram_block.py --device cuda
   run_step bench_ngram_float16 120 python benchmarks/bench_ngram_block.py --device cuda --dtype float16
-  tables+=(bench_throughput_fp16 bench_throughput bench_batch_build bench_ngram_float32 bench_ngram_float16)
+  tables+=(bench_throughput_fp16 bench_throughput bench_batch_build bench_bias_grad bench_ngram_float32
+           bench_ngram_float16)
 }
 
 # ---------------------------------------------------------------- 3. half precision through fairseq-train
@@ -298,7 +300,7 @@ for name in ${tables[@]+"${tables[@]}"}; do
   {
     echo
     echo "== $name =="
-    awk '/^(variant|system|ratio|step|loading|one update|per step)/ {on = 1} on && !/^USDT/ {print} /^$/ {on = 0}' "$log"
+    awk '/^(variant|system|ratio|step|loading|one update|per step|ms per step|shape   :|method)/ {on = 1} on && !/^USDT/ {print} /^$/ {on = 0}' "$log"
   } >> "$RESULTS/tables.txt"
   if [[ $name == decoding_* ]]; then record "$name" NOTE 0 "$(sed -n 's/^summary : //p' "$log" | head -1)"; fi
 done

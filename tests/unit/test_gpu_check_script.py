@@ -30,6 +30,7 @@ def test_runs_the_benchmarks_on_cuda():
     calls = benchmark_calls()
     assert {path for path, _ in calls} == {
         "benchmarks/bench_throughput.py",
+        "benchmarks/bench_bias_grad.py",
         "benchmarks/bench_ngram_block.py",
         "benchmarks/bench_decoding.py",
     }
@@ -117,7 +118,7 @@ def test_steps_past_the_deadline_are_skipped_and_the_summary_still_prints(tmp_pa
     assert status.pop("setup") == "PASS" and status.pop("decoding_target") == "NOTE"
     order = list(status)
     assert order[:2] == ["cuda_tests", "gpu_precision_tests"] and order[2].startswith("decoding_")
-    assert len(order) == 2 + 6 + 5 and set(status.values()) == {"SKIP"}
+    assert len(order) == 2 + 6 + 6 and set(status.values()) == {"SKIP"}
     assert "step " in proc.stdout and not list(results.glob("*.log"))  # nothing ran
 
     env["PARTS"] = "bench nonsense"
