@@ -1,5 +1,6 @@
 """scripts/gpu_check.sh without a GPU: its bash syntax; every benchmark it runs exists and takes its flags."""
 
+import functools
 import os
 import re
 import shlex
@@ -55,12 +56,11 @@ def test_decodes_in_every_dtype_at_batch_64_and_128_and_trains_with_amp_bf16():
     assert "use --amp-bf16" in TPU_WITHOUT_XLA  # what the script looks for is what the plugin says
 
 
-@pytest.mark.parametrize("path, argv", benchmark_calls(), ids=lambda v: v if isinstance(v, str) else "")
-def test_benchmark_accepts_the_flags(path, argv):
-    script = os.path.join(REPO, path)
-    assert os.path.isfile(script), path
+@functools.lru_cache(maxsize=None)
+def options_of(path):
+    """The long options a benchmark's ``--help`` lists (one run per script, however many calls use it)."""
     proc = subprocess.run(
-        [sys.executable, script, "--help"],
+        [sys.executable, os.path.join(REPO, path), "--help"],
         capture_output=True,
         text=True,
         cwd=REPO,
@@ -70,10 +70,15 @@ def test_benchmark_accepts_the_flags(path, argv):
     assert proc.returncode == 0, proc.stderr[-2000:]
     # the options section only: the description above it may mention flags too
     options = re.split(r"^(?:options|optional arguments):$", proc.stdout, flags=re.M)[-1]
-    known = set(re.findall(r"^\s+(?:-\w, )?(--[a-z][a-z0-9-]*)", options, re.M))
+    return frozenset(re.findall(r"^\s+(?:-\w, )?(--[a-z][a-z0-9-]*)", options, re.M))
+
+
+@pytest.mark.parametrize("path, argv", benchmark_calls(), ids=lambda v: v if isinstance(v, str) else "")
+def test_benchmark_accepts_the_flags(path, argv):
+    assert os.path.isfile(os.path.join(REPO, path)), path
     passed = [a for a in argv if a.startswith("--")]
     assert passed, f"{path}: no flags found in the call"
-    assert [a for a in passed if a not in known] == []
+    assert [a for a in passed if a not in options_of(path)] == []
 
 
 def test_selected_cuda_tests_exist_in_the_files_named():
