@@ -150,3 +150,43 @@ def test_a_failed_step_prints_its_log_and_the_results_pack_into_one_archive(tmp_
         names = set(packed.getnames())
     assert {"results/results.txt", "results/tables.txt", "results/bench_batch_build.log"} <= names
     assert not [n for n in names if n.startswith("results/work")] and not (results / "work").exists()
+
+
+FAKE_TRAIN = """#!/bin/sh
+# fairseq-train for the control flow of gpu_check.sh's part 3: a first-update log line, a loss off by
+# 1% in --amp-bf16, a crash for unilm_seq2seq --fp16, fairseq's TPU mode refused as the plugin does
+case "$*" in
+  *--bf16*) echo "the plugin's error: use --amp-bf16"; exit 1 ;;
+  *unilm_seq2seq*" --fp16") echo "seq2seq fp16 traceback"; exit 1 ;;  # the flag is the last argument
+  *--amp-bf16*) loss=2.02 ;;
+  *) loss=2.0 ;;
+esac
+echo "| train_inner | epoch 001: loss=$loss, num_updates=1, lr=0.0001"
+"""
+
+
+def test_the_training_runs_go_side_by_side_and_each_is_judged(tmp_path):
+    """Part 3 starts its nine fairseq-train runs together, then records each one (a failed run with the
+    end of its log on the console) and compares every half-precision first loss with float32's."""
+    shims = tmp_path / "bin"
+    shims.mkdir()
+    for name, text in (("python", SHIM.format(python=sys.executable)), ("fairseq-train", FAKE_TRAIN),
+                       ("fairseq-preprocess", "#!/bin/sh\nexit 0\n")):  # fmt: skip
+        (shims / name).write_text(text)
+        (shims / name).chmod(0o755)
+    results = tmp_path / "results"
+    env = dict(os.environ, PATH=f"{shims}{os.pathsep}{os.environ['PATH']}", SKIP_SETUP="1", DEADLINE_S="0",
+               PARTS="train", RESULTS=str(results))  # fmt: skip
+    proc = subprocess.run(["bash", SCRIPT], capture_output=True, text=True, env=env, timeout=300)
+    assert proc.returncode != 0
+    status = {row.split()[0]: row.split()[1] for row in (results / "results.txt").read_text().splitlines()}
+    runs = {name: value for name, value in status.items() if name.startswith("train_")}
+    assert len(runs) == 9
+    assert [name for name, value in runs.items() if value != "PASS"] == ["train_seq2seq_fp16"]
+    assert "[gpu_check]   train_seq2seq_fp16: seq2seq fp16 traceback" in proc.stdout
+    losses = {name: value for name, value in status.items() if name.startswith("loss_")}
+    assert losses == {
+        "loss_pmlm_fp16": "PASS", "loss_pmlm_amp_bf16": "PASS", "loss_seq2seq_fp16": "FAIL",
+        "loss_seq2seq_amp_bf16": "PASS", "loss_palm_fp16": "PASS", "loss_palm_amp_bf16": "PASS",
+    }  # fmt: skip
+    assert status["bf16_names_amp_bf16"] == "PASS"
