@@ -17,8 +17,8 @@
 # Every step's log goes to $RESULTS (default gpu_check_results/); results.txt holds the summary
 # table, which is printed at the end. A failed step is recorded, the end of its log printed, and the next
 # one runs. ARCHIVE=FILE.tar.gz also packs $RESULTS into that one file at the end (on a machine that
-# returns few files); the generated training data and binaries go to a temporary WORK folder, removed. Parts 2-4 run in
-# the order PARTS names them, by default "bench train tests" (4, 3, 2: the figures first). DEADLINE_S
+# returns few files); the generated training data and binaries go to a temporary folder, removed. Parts
+# 2-4 run in the order PARTS names them, by default "bench train tests" (4, 3, 2: the figures first). DEADLINE_S
 # (default 540, 0: none) bounds the whole run, set-up included: a step gets at most the time left, and a
 # step due with under 10 s left is recorded as SKIP, so the summary prints inside a machine's 10-minute
 # limit per command.
@@ -50,6 +50,9 @@ trap finish EXIT
 trap 'exit 143' TERM INT  # killed by an outer timeout: still pack what is there
 
 say() { printf '[gpu_check] %s\n' "$*"; }
+show_failure() {  # NAME: the end of $RESULTS/NAME.log on the console, which comes back when no file does
+  tail -n 25 "$RESULTS/$1.log" | sed "s/^/[gpu_check]   $1: /"
+}
 record() {  # step, status, seconds, note
   printf '%-34s %-6s %6s  %s\n' "$1" "$2" "$3" "$4" >> "$SUMMARY"
   say "$1: $2 ($3 s) $4"
@@ -77,9 +80,7 @@ run_step() {
   say "running $name: $*"
   if timeout "$STEP_LIMIT" "$@" > "$RESULTS/$name.log" 2>&1; then status=PASS; else status=FAIL; fi
   record "$name" "$status" "$(( $(date +%s) - start ))" "log: $name.log"
-  if [ "$status" = FAIL ]; then  # the cause on the console, which comes back when no file does
-    tail -n 25 "$RESULTS/$name.log" | sed "s/^/[gpu_check]   $name: /"
-  fi
+  [ "$status" = FAIL ] && show_failure "$name"
   [ "$status" = PASS ]
 }
 
@@ -162,7 +163,10 @@ train_args() {  # SYSTEM PRECISION: fairseq-train's arguments for one run of par
     palm) printf '%s\n' "${PALM[@]}" ;;
   esac
   printf '%s\n' "${COMMON[@]}"
-  case $2 in
+  precision_flag "$2"
+}
+precision_flag() {  # PRECISION: fairseq-train's flag for it (none for fp32)
+  case $1 in
     fp16) echo --fp16 ;;
     amp_bf16) echo --amp-bf16 ;;
   esac
@@ -257,14 +261,14 @@ part_train() {  # half precision through fairseq-train
   for entry in "${pids[@]}"; do
     if wait "${entry%%:*}"; then status=PASS; else status=FAIL; fi
     record "${entry#*:}" "$status" "$(( $(date +%s) - start ))" "log: ${entry#*:}.log"
-    [ "$status" = FAIL ] && tail -n 25 "$RESULTS/${entry#*:}.log" | sed "s/^/[gpu_check]   ${entry#*:}: /"
+    [ "$status" = FAIL ] && show_failure "${entry#*:}"
   done
   for system in pmlm seq2seq palm; do
     ref=$(first_loss "$RESULTS/train_${system}_fp32.log")
     for precision in fp16 amp_bf16; do
-      tolerance=$FP16_TOL flag=--fp16
-      [ "$precision" = amp_bf16 ] && tolerance=$BF16_TOL flag=--amp-bf16
-      note=$(compare "$system $flag" "$ref" "$(first_loss "$RESULTS/train_${system}_${precision}.log")" "$tolerance")
+      tolerance=$FP16_TOL
+      [ "$precision" = amp_bf16 ] && tolerance=$BF16_TOL
+      note=$(compare "$system $(precision_flag "$precision")" "$ref" "$(first_loss "$RESULTS/train_${system}_${precision}.log")" "$tolerance")
       status=$?
       record "loss_${system}_${precision}" "$([ $status = 0 ] && echo PASS || echo FAIL)" 0 "$note"
     done

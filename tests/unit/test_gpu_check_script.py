@@ -106,16 +106,22 @@ exec {python} "$@"
 """
 
 
+def shimmed_env(tmp_path, shims=None, **settings):
+    """The environment of a gpu_check.sh run with SKIP_SETUP=1 and ``settings``, the commands of
+    ``shims`` (name -> script text; by default python as :data:`SHIM`) first on PATH."""
+    folder = tmp_path / "bin"
+    folder.mkdir()
+    for name, text in (shims or {"python": SHIM.format(python=sys.executable)}).items():
+        (folder / name).write_text(text)
+        (folder / name).chmod(0o755)
+    return dict(os.environ, PATH=f"{folder}{os.pathsep}{os.environ['PATH']}", SKIP_SETUP="1", **settings)
+
+
 def test_steps_past_the_deadline_are_skipped_and_the_summary_still_prints(tmp_path):
     """DEADLINE_S bounds the run: every step that would start after it is recorded as SKIP (not run, not
     FAIL), the parts run in the order PARTS names them, and an unknown part is a FAIL."""
-    shim = tmp_path / "bin" / "python"
-    shim.parent.mkdir()
-    shim.write_text(SHIM.format(python=sys.executable))
-    shim.chmod(0o755)
     results = tmp_path / "results"
-    env = dict(os.environ, PATH=f"{shim.parent}{os.pathsep}{os.environ['PATH']}", SKIP_SETUP="1",
-               DEADLINE_S="1", PARTS="tests bench", RESULTS=str(results))  # fmt: skip
+    env = shimmed_env(tmp_path, DEADLINE_S="1", PARTS="tests bench", RESULTS=str(results))
     proc = subprocess.run(["bash", SCRIPT], capture_output=True, text=True, env=env, timeout=300)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     rows = [line.split(None, 2) for line in (results / "results.txt").read_text().splitlines()]
@@ -135,14 +141,10 @@ def test_steps_past_the_deadline_are_skipped_and_the_summary_still_prints(tmp_pa
 def test_a_failed_step_prints_its_log_and_the_results_pack_into_one_archive(tmp_path):
     """A machine that returns only a few files still shows why a step failed (the end of its log on the
     console) and gets every log back in ARCHIVE; the generated work folder stays out of the results."""
-    shim = tmp_path / "bin" / "python"
-    shim.parent.mkdir()
     failing = SHIM.replace("esac", '  *benchmarks/*) echo "the cause of $1"; exit 3 ;;\nesac')
-    shim.write_text(failing.format(python=sys.executable))
-    shim.chmod(0o755)
     results, archive = tmp_path / "results", tmp_path / "results.tar.gz"
-    env = dict(os.environ, PATH=f"{shim.parent}{os.pathsep}{os.environ['PATH']}", SKIP_SETUP="1",
-               DEADLINE_S="0", PARTS="bench", RESULTS=str(results), ARCHIVE=str(archive))  # fmt: skip
+    env = shimmed_env(tmp_path, {"python": failing.format(python=sys.executable)}, DEADLINE_S="0",
+                      PARTS="bench", RESULTS=str(results), ARCHIVE=str(archive))  # fmt: skip
     proc = subprocess.run(["bash", SCRIPT], capture_output=True, text=True, env=env, timeout=300)
     assert proc.returncode != 0
     assert "[gpu_check]   bench_batch_build: the cause of benchmarks/bench_throughput.py" in proc.stdout
@@ -168,15 +170,10 @@ echo "| train_inner | epoch 001: loss=$loss, num_updates=1, lr=0.0001"
 def test_the_training_runs_go_side_by_side_and_each_is_judged(tmp_path):
     """Part 3 starts its nine fairseq-train runs together, then records each one (a failed run with the
     end of its log on the console) and compares every half-precision first loss with float32's."""
-    shims = tmp_path / "bin"
-    shims.mkdir()
-    for name, text in (("python", SHIM.format(python=sys.executable)), ("fairseq-train", FAKE_TRAIN),
-                       ("fairseq-preprocess", "#!/bin/sh\nexit 0\n")):  # fmt: skip
-        (shims / name).write_text(text)
-        (shims / name).chmod(0o755)
+    shims = {"python": SHIM.format(python=sys.executable), "fairseq-train": FAKE_TRAIN,
+             "fairseq-preprocess": "#!/bin/sh\nexit 0\n"}  # fmt: skip
     results = tmp_path / "results"
-    env = dict(os.environ, PATH=f"{shims}{os.pathsep}{os.environ['PATH']}", SKIP_SETUP="1", DEADLINE_S="0",
-               PARTS="train", RESULTS=str(results))  # fmt: skip
+    env = shimmed_env(tmp_path, shims, DEADLINE_S="0", PARTS="train", RESULTS=str(results))
     proc = subprocess.run(["bash", SCRIPT], capture_output=True, text=True, env=env, timeout=300)
     assert proc.returncode != 0
     status = {row.split()[0]: row.split()[1] for row in (results / "results.txt").read_text().splitlines()}
