@@ -41,12 +41,14 @@ pytestmark = pytest.mark.usefixtures("one_thread")
 @pytest.fixture(autouse=True)
 def nothing_kept():
     """The decoding models are shared between tests: none starts with a state an earlier decode kept."""
-    methods = [*seq2seq_layout.METHODS, *(m.value for m in seq2seq_layout.METHODS)]  # cached by either
-    for method in methods:
-        decoding_model(method).decoder.release_static_state()
+
+    def release():  # decoding_model caches by the method or its name
+        for method in [*seq2seq_layout.METHODS, *(m.value for m in seq2seq_layout.METHODS)]:
+            decoding_model(method).decoder.release_static_state()
+
+    release()
     yield
-    for method in methods:
-        decoding_model(method).decoder.release_static_state()
+    release()
 
 
 @pytest.fixture
@@ -309,18 +311,19 @@ def test_a_decode_still_running_keeps_its_state_to_itself(spied):
     try:
         with torch.no_grad():
             encoder_out = model.encoder.reorder_encoder_out(model.encoder(src_tokens), order)
-            running = {}
-            for t in range(2):
-                model.decoder(prev[:, : t + 1], encoder_out, incremental_state=running)
+
+            def two_steps():  # a decode's first two steps (the second one static); its incremental state
+                state = {}
+                for t in range(2):
+                    model.decoder(prev[:, : t + 1], encoder_out, incremental_state=state)
+                return state
+
+            running = two_steps()
             assert spied["__init__"] == 1
-            other = {}
-            for t in range(2):
-                model.decoder(prev[:, : t + 1], encoder_out, incremental_state=other)
+            other = two_steps()
             assert spied["__init__"] == 2
             del running, other  # both decodes over: the last state made is free for the next one
-            again = {}
-            for t in range(2):
-                model.decoder(prev[:, : t + 1], encoder_out, incremental_state=again)
+            two_steps()
             assert spied["__init__"] == 2
     finally:
         model.decoder.step_mode = "eager"

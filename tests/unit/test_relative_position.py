@@ -151,12 +151,12 @@ def test_cpu_table_gradient_is_the_sum_per_bucket(dtype):
     expected.backward(grad)
     assert torch.equal(out, expected)
     assert got.dtype == dtype and got.abs().sum() > 0
-    exact = torch.zeros(32, 4, dtype=torch.float64).index_add_(
-        0, buckets.flatten(), grad.permute(0, 2, 3, 1).reshape(-1, 4).double()
-    )
-    magnitude = torch.zeros(32, 4, dtype=torch.float64).index_add_(
-        0, buckets.flatten(), grad.permute(0, 2, 3, 1).reshape(-1, 4).double().abs()
-    )
+    rows = grad.permute(0, 2, 3, 1).reshape(-1, 4).double()  # one per bucket id
+
+    def per_bucket(values):
+        return torch.zeros(32, 4, dtype=torch.float64).index_add_(0, buckets.flatten(), values)
+
+    exact, magnitude = per_bucket(rows), per_bucket(rows.abs())
     # float32 sums at most (50 keys + 120 rows) deep, then one rounding to the table's dtype
     bound = 170 * torch.finfo(torch.float32).eps * magnitude + torch.finfo(dtype).eps * exact.abs()
     assert ((got.double() - exact).abs() <= bound).all()

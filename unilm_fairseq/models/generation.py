@@ -520,7 +520,6 @@ class StaticDecodingStep:
             and kv.size(4) < self.capacity
             and kv.size(2) == keys.size(0) * self.per_group
             and [k.shape for k in encoder_out["keys"]] == [k.shape for k, _ in self.shared]
-            and encoder_out["lengths"][0].shape == self.lengths.shape
         )
 
     def restart(self, encoder_out, cache) -> None:
@@ -531,9 +530,10 @@ class StaticDecodingStep:
         self.kv.narrow(4, cached, self.kv.size(4) - cached).zero_()  # as a new state's: nothing left over
         self.slots[0].fill_(cached)  # the mask token's slot, if any, stays the last
         self.tokens.fill_(self.decoder.mask_idx)
-        for source, target in (("lengths", self.lengths), ("padding", self.padding)):
+        for source, target in (
+            ("lengths", self.lengths), ("padding", self.padding), ("positions", self.source_positions)
+        ):  # fmt: skip
             target.copy_(encoder_out[source][0])
-        self.source_positions.copy_(encoder_out["positions"][0])
         for (shared_k, shared_v), k, v in zip(self.shared, encoder_out["keys"], encoder_out["values"]):
             shared_k.copy_(k)
             shared_v.copy_(v)
