@@ -41,36 +41,27 @@ from unilm_fairseq.modules.relative_position import RelativePositionBias, _Table
 DTYPES = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16}
 
 
-class _OneHotProducts(torch.autograd.Function):
-    """``weight[buckets]`` whose backward is ``sum_b grad[b] @ one_hot(buckets[b])`` in float32."""
+class _OneHotProducts(_TableLookup):
+    """The model's lookup, whose backward is ``sum_b grad[b] @ one_hot(buckets[b])`` in float32,
+    ``rows_per_product`` rows of the batch at a time."""
 
-    @staticmethod
-    def forward(ctx, buckets, weight, chunk):
-        ctx.save_for_backward(buckets)
-        ctx.num_rows, ctx.chunk = weight.size(0), chunk
-        return F.embedding(buckets, weight)
+    rows_per_product = 4
 
     @staticmethod
     def backward(ctx, grad):  # grad: B x T x S x H
         (buckets,) = ctx.saved_tensors
-        bsz, heads = grad.size(0), grad.size(-1)
+        bsz, heads, chunk = grad.size(0), grad.size(-1), _OneHotProducts.rows_per_product
         total = grad.new_zeros(heads, ctx.num_rows, dtype=torch.float32)
-        for start in range(0, bsz, ctx.chunk):
-            rows = grad[start : start + ctx.chunk].reshape(-1, grad.size(1) * grad.size(2), heads)
-            one_hot = F.one_hot(buckets[start : start + ctx.chunk].flatten(1), ctx.num_rows).float()
+        for start in range(0, bsz, chunk):
+            rows = grad[start : start + chunk].reshape(-1, grad.size(1) * grad.size(2), heads)
+            one_hot = F.one_hot(buckets[start : start + chunk].flatten(1), ctx.num_rows).float()
             total += torch.bmm(rows.transpose(1, 2).float(), one_hot).sum(0)
-        return None, total.t().to(grad.dtype), None
+        return None, total.t().to(grad.dtype)
 
 
-class _IndexAdd(torch.autograd.Function):
-    """``weight[buckets]`` whose backward adds the gradient rows with one ``index_add_`` (the CPU path
+class _IndexAdd(_TableLookup):
+    """The model's lookup, whose backward adds the gradient rows with one ``index_add_`` (the CPU path
     before the bucket bins)."""
-
-    @staticmethod
-    def forward(ctx, buckets, weight):
-        ctx.save_for_backward(buckets)
-        ctx.num_rows = weight.size(0)
-        return F.embedding(buckets, weight)
 
     @staticmethod
     def backward(ctx, grad):
@@ -81,14 +72,15 @@ class _IndexAdd(torch.autograd.Function):
 
 def lookups(chunk: int) -> Dict[str, Callable]:
     """Each method as ``(buckets, weight) -> (B, H, T, S)`` bias."""
-    return {
-        "embedding": lambda buckets, weight: F.embedding(buckets, weight).permute(0, 3, 1, 2),
-        "index_add": lambda buckets, weight: _IndexAdd.apply(buckets, weight).permute(0, 3, 1, 2),
-        "one-hot bmm": lambda buckets, weight: _OneHotProducts.apply(buckets, weight, chunk).permute(
-            0, 3, 1, 2
-        ),
-        "bucket bins": lambda buckets, weight: _TableLookup.apply(buckets, weight).permute(0, 3, 1, 2),
+    _OneHotProducts.rows_per_product = chunk
+    tables = {
+        "embedding": F.embedding,
+        "index_add": _IndexAdd.apply,
+        "one-hot bmm": _OneHotProducts.apply,
+        "bucket bins": _TableLookup.apply,
     }
+    return {name: lambda buckets, weight, table=table: table(buckets, weight).permute(0, 3, 1, 2)
+            for name, table in tables.items()}  # fmt: skip
 
 
 def parse_args():
