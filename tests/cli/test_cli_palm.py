@@ -9,7 +9,7 @@ import pytest
 from unilm_fairseq import PALMHubInterface
 from unilm_fairseq.models.palm import PALMModel
 
-from ..helpers.cli import run_cli
+from ..helpers.cli import preprocess, run_cli
 
 pytestmark = pytest.mark.slow
 
@@ -40,9 +40,9 @@ def write_rare_word_task(folder, seed=0):
 def rare_bin(tmp_path_factory):
     work = tmp_path_factory.mktemp("palm_rare")
     write_rare_word_task(work)
-    run_cli(["fairseq-preprocess", "--source-lang", "src", "--target-lang", "tgt", "--joined-dictionary",
-             "--trainpref", str(work / "train"), "--validpref", str(work / "valid"),
-             "--testpref", str(work / "test"), "--destdir", str(work / "bin"), "--workers", "1"])  # fmt: skip
+    preprocess(["--source-lang", "src", "--target-lang", "tgt", "--joined-dictionary",
+                "--trainpref", str(work / "train"), "--validpref", str(work / "valid"), "--testpref",
+                str(work / "test"), "--destdir", str(work / "bin"), "--workers", "1"])  # fmt: skip
     return work
 
 

@@ -11,7 +11,7 @@ import torch
 from unilm_fairseq.data.seq2seq.seq2seq_dataset import SOURCE_SPECIALS
 from unilm_fairseq.models.unilmv2 import POSITION_TABLE
 
-from ..helpers.cli import REPO, run_cli
+from ..helpers.cli import REPO, preprocess, run_cli
 
 pytestmark = pytest.mark.slow
 
@@ -33,9 +33,9 @@ def write_copy_task(folder, seed=0):
 def copy_bin(tmp_path_factory):
     work = tmp_path_factory.mktemp("copy")
     write_copy_task(work)
-    run_cli(["fairseq-preprocess", "--source-lang", "src", "--target-lang", "tgt", "--joined-dictionary",
-             "--trainpref", str(work / "train"), "--validpref", str(work / "valid"),
-             "--testpref", str(work / "test"), "--destdir", str(work / "bin"), "--workers", "1"])  # fmt: skip
+    preprocess(["--source-lang", "src", "--target-lang", "tgt", "--joined-dictionary",
+                "--trainpref", str(work / "train"), "--validpref", str(work / "valid"), "--testpref",
+                str(work / "test"), "--destdir", str(work / "bin"), "--workers", "1"])  # fmt: skip
     return work
 
 
@@ -149,9 +149,9 @@ def test13_bin(copy_bin):
     lines = [" ".join(rng.choices(WORDS, k=30)) for _ in range(13)]
     for side in ("src", "tgt"):
         (copy_bin / f"test13.{side}").write_text("\n".join(lines) + "\n")
-    run_cli(["fairseq-preprocess", "--source-lang", "src", "--target-lang", "tgt", "--joined-dictionary",
-             "--srcdict", str(copy_bin / "bin" / "dict.src.txt"), "--testpref", str(copy_bin / "test13"),
-             "--destdir", str(copy_bin / "bin13"), "--workers", "1"])  # fmt: skip
+    preprocess(["--source-lang", "src", "--target-lang", "tgt", "--joined-dictionary",
+                "--srcdict", str(copy_bin / "bin" / "dict.src.txt"), "--testpref", str(copy_bin / "test13"),
+                "--destdir", str(copy_bin / "bin13"), "--workers", "1"])  # fmt: skip
     return copy_bin / "bin13"
 
 

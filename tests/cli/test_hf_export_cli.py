@@ -17,7 +17,7 @@ import pytest
 import torch
 from fairseq import checkpoint_utils
 
-from ..helpers.cli import REPO, run_cli
+from ..helpers.cli import REPO, preprocess, run_cli
 from ..helpers.hf import ATOL, max_real_diff, padded_batch, unilm_forward, wordpiece_tokens
 from ..helpers.hf_export import exported_tensors, read_json
 from ..helpers.unilm_reference import reference_unilm_forward
@@ -79,10 +79,10 @@ def test_pmlm_checkpoint_exports_to_the_unilm_layouts(tmp_path, vocab):
         lines += sentences(6, offset=doc * 6) + [""]
     (tmp_path / "train.txt").write_text("\n".join(lines) + "\n")
     (tmp_path / "valid.txt").write_text("\n".join(sentences(4, offset=50)) + "\n")
-    run_cli(["fairseq-preprocess", "--user-dir", "unilm_fairseq", "--task", "pmlm", "--only-source",
-             "--srcdict", str(vocab), "--trainpref", str(tmp_path / "train.txt"),
-             "--validpref", str(tmp_path / "valid.txt"), "--destdir", str(tmp_path / "bin"),
-             "--workers", "1"])  # fmt: skip
+    preprocess(["--user-dir", "unilm_fairseq", "--task", "pmlm", "--only-source",
+                "--srcdict", str(vocab), "--trainpref", str(tmp_path / "train.txt"),
+                "--validpref", str(tmp_path / "valid.txt"), "--destdir", str(tmp_path / "bin"),
+                "--workers", "1"])  # fmt: skip
     run_cli(["fairseq-train", str(tmp_path / "bin"), "--task", "pmlm", "--arch", "unilmv2_tiny",
              "--criterion", "ae_par", "--tokens-per-sample", "32", "--rel-pos-bins", "16",
              "--max-rel-pos", "7", "--save-dir", str(tmp_path / "ckpt"), *TRAIN])  # fmt: skip
@@ -111,10 +111,10 @@ def test_seq2seq_checkpoint_exports_to_bert(tmp_path, vocab):
         src = sentences(count, offset)
         (tmp_path / f"{split}.src").write_text("\n".join(src) + "\n")
         (tmp_path / f"{split}.tgt").write_text("\n".join(" ".join(s.split()[:3]) for s in src) + "\n")
-    run_cli(["fairseq-preprocess", "--user-dir", "unilm_fairseq", "--task", "unilm_seq2seq",
-             "--source-lang", "src", "--target-lang", "tgt", "--joined-dictionary", "--srcdict", str(vocab),
-             "--trainpref", str(tmp_path / "train"), "--validpref", str(tmp_path / "valid"),
-             "--destdir", str(tmp_path / "bin"), "--workers", "1"])  # fmt: skip
+    preprocess(["--user-dir", "unilm_fairseq", "--task", "unilm_seq2seq",
+                "--source-lang", "src", "--target-lang", "tgt", "--joined-dictionary", "--srcdict",
+                str(vocab), "--trainpref", str(tmp_path / "train"), "--validpref", str(tmp_path / "valid"),
+                "--destdir", str(tmp_path / "bin"), "--workers", "1"])  # fmt: skip
     run_cli(["fairseq-train", str(tmp_path / "bin"), "--task", "unilm_seq2seq",
              "--criterion", "unilm_seq2seq", *TINY_V1, "--seq2seq-segment-ids", "4-5",
              "--max-source-positions", "16", "--max-target-positions", "8",

@@ -14,7 +14,7 @@ import torch
 
 from unilm_fairseq import UniLMModel
 
-from ..helpers.cli import REPO, run_cli
+from ..helpers.cli import REPO, preprocess, run_cli
 from ..helpers.hf import TINY, save_hf, wordpiece_tokens
 
 transformers = pytest.importorskip("transformers")
@@ -82,10 +82,10 @@ def test_convert_finetune_generate(tmp_path):
     # fairseq-validate scores the converted model (saved with the pmlm task) before any training: its
     # checkpoint names no criterion, so the task's own (ae_par) is used
     lm_data = tmp_path / "lm-bin"
-    run_cli(["fairseq-preprocess", "--user-dir", "unilm_fairseq", "--task", "pmlm", "--only-source",
-             "--srcdict", str(converted / "dict.txt"), "--trainpref", str(tmp_path / "train.src"),
-             "--validpref", str(tmp_path / "valid.src"), "--destdir", str(lm_data),
-             "--workers", "1"])  # fmt: skip
+    preprocess(["--user-dir", "unilm_fairseq", "--task", "pmlm", "--only-source",
+                "--srcdict", str(converted / "dict.txt"), "--trainpref", str(tmp_path / "train.src"),
+                "--validpref", str(tmp_path / "valid.src"), "--destdir", str(lm_data),
+                "--workers", "1"])  # fmt: skip
     out = run_cli(["fairseq-validate", str(lm_data), "--user-dir", "unilm_fairseq", "--task", "pmlm",
                    "--path", str(converted / "model.pt"), "--tokens-per-sample", "16", "--batch-size", "4",
                    "--cpu"])  # fmt: skip

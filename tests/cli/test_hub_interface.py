@@ -17,7 +17,7 @@ from unilm_fairseq.encoders.wordpiece import SPECIAL_TOKENS
 from unilm_fairseq.hub.base import _local_bpe_files
 from unilm_fairseq.models.unilmv2 import UniLMv2Model
 
-from ..helpers.cli import run_cli
+from ..helpers.cli import preprocess, run_cli
 
 pytestmark = pytest.mark.slow
 
@@ -59,9 +59,9 @@ def trained(tmp_path_factory):
     vocab.write_text("\n".join([*SPECIAL_TOKENS, *WORDS]) + "\n")
     bpe = build_bpe(argparse.Namespace(bpe="wordpiece", wordpiece_vocab=str(vocab)))
     write_pairs(work / "test", [bpe.encode(line) for line in RAW_INPUTS])
-    run_cli(["fairseq-preprocess", "--source-lang", "src", "--target-lang", "tgt", "--joined-dictionary",
-             "--trainpref", str(work / "train"), "--validpref", str(work / "valid"),
-             "--testpref", str(work / "test"), "--destdir", str(work / "bin"), "--workers", "1"])  # fmt: skip
+    preprocess(["--source-lang", "src", "--target-lang", "tgt", "--joined-dictionary",
+                "--trainpref", str(work / "train"), "--validpref", str(work / "valid"), "--testpref",
+                str(work / "test"), "--destdir", str(work / "bin"), "--workers", "1"])  # fmt: skip
     run_cli(["fairseq-train", str(work / "bin"), "--user-dir", "unilm_fairseq", "--task", "unilm_seq2seq",
              "--arch", "unilmv2_tiny", "--criterion", "unilm_seq2seq", "--max-source-positions", "16",
              "--max-target-positions", "16", "--batch-size", "32", "--optimizer", "adam", "--lr", "3e-3",

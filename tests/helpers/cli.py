@@ -1,6 +1,7 @@
 """Running this environment's console scripts (``fairseq-train`` ...), binarizing small corpora for them, and
 reading their training records."""
 
+import logging
 import os
 import re
 import shutil
@@ -61,6 +62,36 @@ def run_cli(args, cwd=REPO, env=None, check=True, timeout=900, input_text=None):
     return proc
 
 
+def preprocess(args):
+    """``fairseq-preprocess ARGS`` in this process: the console script's parser and ``main``, for tests that
+    need binarized data but whose subject is not the binarizer.
+
+    A new process spends about 5 s importing torch and fairseq before it binarizes a few lines; the suite
+    binarizes some forty corpora. The recipes, the main job and the end-to-end journeys still run the console
+    script itself. A relative ``--user-dir`` is taken from the repository root, where :func:`run_cli` runs.
+    ``main`` adds a log file handler to its logger on every call (and importing its module may configure the
+    root logger); both are put back as they were, so nothing leaks into later tests.
+    """
+    root = logging.getLogger()
+    root_handlers, root_level = list(root.handlers), root.level
+    from fairseq import options
+    from fairseq_cli import preprocess as cli
+
+    parsed = options.get_preprocessing_parser().parse_args(args)
+    if parsed.user_dir:
+        parsed.user_dir = os.path.join(REPO, parsed.user_dir)
+    kept = list(cli.logger.handlers)
+    try:
+        cli.main(parsed)
+    finally:
+        for handler in cli.logger.handlers[len(kept) :]:
+            handler.close()
+        cli.logger.handlers[:] = kept
+        root.handlers[:] = root_handlers
+        root.setLevel(root_level)
+    return parsed.destdir
+
+
 def train_records(stdout):
     return [
         {k: float(v) for k, v in re.findall(r"(\w+)=([-\d.e]+)", line)}
@@ -74,8 +105,8 @@ def binarize(work, lines):
     """``lines`` (one sentence per line, empty lines between documents) binarized into ``work/bin``."""
     raw = work / "train.txt"
     raw.write_text("\n".join(lines) + "\n")
-    run_cli(["fairseq-preprocess", "--only-source", "--trainpref", str(raw), "--destdir", str(work / "bin"),
-             "--workers", "1"])  # fmt: skip
+    preprocess(["--only-source", "--trainpref", str(raw), "--destdir", str(work / "bin"),
+                "--workers", "1"])  # fmt: skip
     return work / "bin"
 
 
@@ -84,9 +115,9 @@ def binarize_austen(work):
     ``work/text`` and binarized with one held-out document into ``work/bin``; returns ``work``."""
     run_cli(["python", os.path.join(REPO, "scripts", "prepare_corpus.py"), "--out", str(work / "text"),
              "--max-docs", "6", "--valid-docs", "1", "--vocab-size", "1000"])  # fmt: skip
-    run_cli(["fairseq-preprocess", "--only-source", "--trainpref", str(work / "text" / "train.spm"),
-             "--validpref", str(work / "text" / "valid.spm"), "--destdir", str(work / "bin"),
-             "--workers", "1"])  # fmt: skip
+    preprocess(["--only-source", "--trainpref", str(work / "text" / "train.spm"),
+                "--validpref", str(work / "text" / "valid.spm"), "--destdir", str(work / "bin"),
+                "--workers", "1"])  # fmt: skip
     return work
 
 
@@ -96,7 +127,7 @@ def binarize_pairs(work, pairs, valid=None):
     for split, rows in (("train", pairs), ("valid", valid or pairs)):
         for side, index in (("src", 0), ("tgt", 1)):
             (work / f"{split}.{side}").write_text("".join(row[index] + "\n" for row in rows))
-    run_cli(["fairseq-preprocess", "--source-lang", "src", "--target-lang", "tgt", "--joined-dictionary",
-             "--trainpref", str(work / "train"), "--validpref", str(work / "valid"),
-             "--destdir", str(work / "bin"), "--workers", "1"])  # fmt: skip
+    preprocess(["--source-lang", "src", "--target-lang", "tgt", "--joined-dictionary",
+                "--trainpref", str(work / "train"), "--validpref", str(work / "valid"),
+                "--destdir", str(work / "bin"), "--workers", "1"])  # fmt: skip
     return work / "bin"

@@ -3,7 +3,7 @@ for the sentence-prediction tests and the GLUE config's run."""
 
 import random
 
-from .cli import run_cli
+from .cli import preprocess
 
 WORDS = [f"w{i}" for i in range(30)]
 KEYWORDS = WORDS[:5]  # the label depends on these appearing in the SECOND sentence
@@ -32,16 +32,16 @@ def binarize(folder, srcdict=None, task_args=(), regression=False):
     dest = folder / "bin"
     for name in ("input0", "input1"):
         dictionary = srcdict or (dest / "input0" / "dict.txt" if name == "input1" else None)
-        run_cli(["fairseq-preprocess", "--only-source", *task_args,
-                 "--trainpref", str(folder / f"train.{name}"), "--validpref", str(folder / f"valid.{name}"),
-                 "--destdir", str(dest / name), "--workers", "1",
-                 *(["--srcdict", str(dictionary)] if dictionary else [])])  # fmt: skip
+        preprocess(["--only-source", *task_args, "--trainpref", str(folder / f"train.{name}"),
+                    "--validpref", str(folder / f"valid.{name}"),
+                    "--destdir", str(dest / name), "--workers", "1",
+                    *(["--srcdict", str(dictionary)] if dictionary else [])])  # fmt: skip
     if regression:
         (dest / "label").mkdir()
         for split in ("train", "valid"):
             (dest / "label" / f"{split}.label").write_text((folder / f"{split}.label").read_text())
     else:
-        run_cli(["fairseq-preprocess", "--only-source", "--trainpref", str(folder / "train.label"),
-                 "--validpref", str(folder / "valid.label"), "--destdir", str(dest / "label"),
-                 "--workers", "1"])  # fmt: skip
+        preprocess(["--only-source", "--trainpref", str(folder / "train.label"),
+                    "--validpref", str(folder / "valid.label"), "--destdir", str(dest / "label"),
+                    "--workers", "1"])  # fmt: skip
     return dest

@@ -9,7 +9,7 @@ from unilm_fairseq.data.dictionary import load_dictionary_with_mask
 from unilm_fairseq.data.pretraining.pmlm_dataset import CONTEXT
 from unilm_fairseq.tasks.pmlm import PMLMConfig, PMLMTask
 
-from ..helpers.cli import run_cli
+from ..helpers.cli import preprocess
 from ..helpers.models import make_dictionary, tiny_model
 
 
@@ -38,8 +38,8 @@ def messy_bin(tmp_path_factory):
     ]  # fmt: skip
     raw = work / "train.txt"
     raw.write_text("\n".join(lines) + "\n")
-    run_cli(["fairseq-preprocess", "--only-source", "--trainpref", str(raw), "--destdir", str(work / "bin"),
-             "--workers", "1"])  # fmt: skip
+    preprocess(["--only-source", "--trainpref", str(raw), "--destdir", str(work / "bin"),
+                "--workers", "1"])  # fmt: skip
     return work / "bin"
 
 

@@ -20,7 +20,7 @@ from unilm_fairseq.modules.ngram_block import PrefixNGramRepeatBlock
 from unilm_fairseq.tasks.palm_seq2seq import PALMSeq2SeqConfig, PALMSeq2SeqTask
 from unilm_fairseq.tasks.unilm_seq2seq import UniLMSeq2SeqConfig, UniLMSeq2SeqTask
 
-from ..helpers.cli import run_cli
+from ..helpers.cli import preprocess, run_cli
 from ..helpers.models import make_dictionary
 from ..helpers.palm import palm_model
 from ..helpers.seq2seq import collate, pairs_dataset, sharpened_model
@@ -320,9 +320,9 @@ def copy_checkpoint(tmp_path_factory):
             (work / f"{split}.{side}").write_text("\n".join(lines) + "\n")
     for side in ("src", "tgt"):
         (work / f"test.{side}").write_text("\n".join(REPEATING) + "\n")
-    run_cli(["fairseq-preprocess", "--source-lang", "src", "--target-lang", "tgt", "--joined-dictionary",
-             "--trainpref", str(work / "train"), "--validpref", str(work / "valid"),
-             "--testpref", str(work / "test"), "--destdir", str(work / "bin"), "--workers", "1"])  # fmt: skip
+    preprocess(["--source-lang", "src", "--target-lang", "tgt", "--joined-dictionary",
+                "--trainpref", str(work / "train"), "--validpref", str(work / "valid"), "--testpref",
+                str(work / "test"), "--destdir", str(work / "bin"), "--workers", "1"])  # fmt: skip
     run_cli(["fairseq-train", str(work / "bin"), "--user-dir", "unilm_fairseq", "--task", "unilm_seq2seq",
              "--arch", "unilmv2_tiny", "--criterion", "unilm_seq2seq", "--max-source-positions", "16",
              "--max-target-positions", "16", "--max-positions", "32", "--batch-size", "32",

@@ -15,7 +15,7 @@ import torch
 from fairseq import options
 from fairseq.dataclass.utils import convert_namespace_to_omegaconf
 
-from ..helpers.cli import run_cli
+from ..helpers.cli import preprocess, run_cli
 from ..helpers.hf import FAIRSEQ_SPECIALS, perturb_, roberta_vocab, save_hf, write_json
 
 transformers = pytest.importorskip("transformers")
@@ -60,9 +60,9 @@ def converted(tmp_path_factory):
             lines.append(" ".join(str(int(i)) for i in torch.randint(first, last, (n,), generator=g)))
         lines.append("")
     (work / "train.txt").write_text("\n".join(lines) + "\n")
-    run_cli(["fairseq-preprocess", "--only-source", "--srcdict", os.path.join(out, "dict.txt"),
-             "--trainpref", str(work / "train.txt"), "--validpref", str(work / "train.txt"),
-             "--destdir", str(work / "bin"), "--workers", "1"])  # fmt: skip
+    preprocess(["--only-source", "--srcdict", os.path.join(out, "dict.txt"),
+                "--trainpref", str(work / "train.txt"), "--validpref", str(work / "train.txt"),
+                "--destdir", str(work / "bin"), "--workers", "1"])  # fmt: skip
     return hf, out, work / "bin"
 
 

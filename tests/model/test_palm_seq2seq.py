@@ -8,7 +8,7 @@ import torch
 from unilm_fairseq.checkpoint.palm_init import load_palm_weights
 from unilm_fairseq.tasks.palm_seq2seq import PALMSeq2SeqConfig, PALMSeq2SeqTask
 
-from ..helpers.cli import run_cli
+from ..helpers.cli import preprocess
 from ..helpers.models import save_checkpoint
 from ..helpers.palm import palm_args, palm_model
 
@@ -24,9 +24,9 @@ def messy_pairs(tmp_path_factory):
     (work / "train.src").write_text("\n".join(SOURCES) + "\n")
     (work / "train.tgt").write_text("\n".join(TARGETS) + "\n")
     for name, tgtdict in (("bin", "dict.txt"), ("bin-mismatch", "other.txt")):
-        run_cli(["fairseq-preprocess", "--source-lang", "src", "--target-lang", "tgt", "--srcdict",
-                 str(work / "dict.txt"), "--tgtdict", str(work / tgtdict), "--trainpref", str(work / "train"),
-                 "--destdir", str(work / name), "--workers", "1"])  # fmt: skip
+        preprocess(["--source-lang", "src", "--target-lang", "tgt", "--srcdict", str(work / "dict.txt"),
+                    "--tgtdict", str(work / tgtdict), "--trainpref", str(work / "train"),
+                    "--destdir", str(work / name), "--workers", "1"])  # fmt: skip
     return work
 
 

@@ -7,7 +7,7 @@ import torch
 
 from unilm_fairseq.tasks.unilm_seq2seq import UniLMSeq2SeqConfig, UniLMSeq2SeqTask
 
-from ..helpers.cli import run_cli
+from ..helpers.cli import preprocess
 from ..helpers.models import tiny_model
 
 SOURCES = ["a b c", "", "a b", " ".join(["a"] * 30), "a zzz b", "c"]
@@ -21,9 +21,9 @@ def messy_pairs(tmp_path_factory):
     for split in ("train", "alt"):
         (work / f"{split}.src").write_text("\n".join(SOURCES) + "\n")
         (work / f"{split}.tgt").write_text("\n".join(TARGETS) + "\n")
-    run_cli(["fairseq-preprocess", "--source-lang", "src", "--target-lang", "tgt", "--srcdict",
-             str(work / "dict.txt"), "--tgtdict", str(work / "dict.txt"), "--trainpref", str(work / "train"),
-             "--destdir", str(work / "bin"), "--workers", "1"])  # fmt: skip
+    preprocess(["--source-lang", "src", "--target-lang", "tgt", "--srcdict", str(work / "dict.txt"),
+                "--tgtdict", str(work / "dict.txt"), "--trainpref", str(work / "train"),
+                "--destdir", str(work / "bin"), "--workers", "1"])  # fmt: skip
     return work
 
 
@@ -62,10 +62,10 @@ def test_counted_skipped_truncated_and_trainable(messy_pairs, caplog, method):
 
 def test_different_dictionaries_are_a_clear_error(messy_pairs, tmp_path):
     (tmp_path / "other.txt").write_text("a 5\nb 5\nd 5\n")
-    run_cli(["fairseq-preprocess", "--source-lang", "src", "--target-lang", "tgt", "--srcdict",
-             str(messy_pairs / "dict.txt"), "--tgtdict", str(tmp_path / "other.txt"),
-             "--trainpref", str(messy_pairs / "alt"), "--destdir", str(tmp_path / "bin"),
-             "--workers", "1"])  # fmt: skip
+    preprocess(["--source-lang", "src", "--target-lang", "tgt", "--srcdict",
+                str(messy_pairs / "dict.txt"), "--tgtdict", str(tmp_path / "other.txt"),
+                "--trainpref", str(messy_pairs / "alt"), "--destdir", str(tmp_path / "bin"),
+                "--workers", "1"])  # fmt: skip
     with pytest.raises(ValueError, match="joined-dictionary"):
         task_for(tmp_path / "bin")
 

@@ -18,7 +18,7 @@ from unilm_fairseq.data.masking import random_token_candidates
 from unilm_fairseq.hf_import import ConversionError
 from unilm_fairseq.hf_import.vocab import fairseq_dict_text, id_ordered_tokens, tokenizer_json_tokens
 
-from ..helpers.cli import run_cli
+from ..helpers.cli import preprocess
 from ..helpers.hf import wordpiece_tokens
 
 WORDS = ["the", "cat", "##s", "sat", "on", "mat", "."]
@@ -127,9 +127,9 @@ def test_fairseq_preprocess_round_trip(tmp_path):
     (tmp_path / "train.src").write_text("\n".join(src) + "\n")
     (tmp_path / "train.tgt").write_text("\n".join(tgt) + "\n")
     out = tmp_path / "bin"
-    run_cli(["fairseq-preprocess", "--user-dir", "unilm_fairseq", "--task", "unilm_seq2seq",
-             "--source-lang", "src", "--target-lang", "tgt", "--joined-dictionary", "--srcdict", vocab,
-             "--trainpref", str(tmp_path / "train"), "--destdir", str(out), "--workers", "1"])  # fmt: skip
+    preprocess(["--user-dir", "unilm_fairseq", "--task", "unilm_seq2seq",
+                "--source-lang", "src", "--target-lang", "tgt", "--joined-dictionary", "--srcdict", vocab,
+                "--trainpref", str(tmp_path / "train"), "--destdir", str(out), "--workers", "1"])  # fmt: skip
     for lang in ("src", "tgt"):
         assert (out / f"dict.{lang}.txt").read_bytes() == (tmp_path / "vocab.txt").read_bytes()
     d = load_dictionary_with_mask(str(out / "dict.src.txt"))
