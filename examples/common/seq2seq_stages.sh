@@ -130,10 +130,24 @@ training_updates() {
   if [ -n "${STEPS:-}" ]; then echo "$STEPS"; else updates_for_epochs "$1/train.src" "$TOTAL_BATCH" "$EPOCHS"; fi
 }
 
+# count_cuda_devices: CUDA_DEVICE_COUNT, the CUDA devices torch sees, asked of torch once per run (importing it
+# takes seconds; FP16, CPU and GPUS default from it). CUDA_VISIBLE_DEVICES set to "" or -1 hides every
+# device, so then the count is 0 without asking.
+count_cuda_devices() {
+  if [ -n "${CUDA_DEVICE_COUNT:-}" ]; then return; fi
+  case ${CUDA_VISIBLE_DEVICES-unset} in
+    "" | -1) CUDA_DEVICE_COUNT=0 ;;
+    *) CUDA_DEVICE_COUNT=$("$PYTHON" -c 'import torch; print(torch.cuda.device_count())') ;;
+  esac
+}
+
 # split_batch: GPUS (all visible unless set) and UPDATE_FREQ, so that GPUS x BATCH_PER_GPU x UPDATE_FREQ is
 # TOTAL_BATCH; stop when it does not divide
 split_batch() {
-  : "${GPUS:=$("$PYTHON" -c 'import torch; print(max(torch.cuda.device_count(), 1))')}"
+  if [ -z "${GPUS:-}" ]; then
+    count_cuda_devices
+    GPUS=$(( CUDA_DEVICE_COUNT > 1 ? CUDA_DEVICE_COUNT : 1 ))
+  fi
   local per_step=$(( GPUS * BATCH_PER_GPU ))
   if (( TOTAL_BATCH % per_step )); then
     echo "TOTAL_BATCH=$TOTAL_BATCH is not a multiple of GPUS*BATCH_PER_GPU=$per_step" >&2

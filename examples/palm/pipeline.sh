@@ -95,7 +95,7 @@ palm_main() {
   local arch_given=${ARCH:-}
   : "${DICT:=$model_dir/dict.txt}" "${TOKENIZER:=spm}" "${ARCH:=palm_base}" "${NO_COPY:=0}"
   : "${ABLATION:=none}"
-  : "${FP16:=$("$PYTHON" -c 'import torch; print(int(torch.cuda.is_available()))')}"
+  if [ -z "${FP16:-}" ]; then count_cuda_devices; FP16=$(( CUDA_DEVICE_COUNT > 0 )); fi
   : "${SEED:=1}" "${WORKERS:=8}" "${EVAL_ROUGE:=1}"
   need_choice EVAL_ROUGE 0 1
   default_vocab "$model_dir"

@@ -70,7 +70,7 @@ read_recipe_config "$REPO/examples/s2s_ft/config/finetune.yaml"
 : "${SEED:=1}" "${STAGES:=convert,tokenize,binarize,train,generate,score}" "${FRESH:=0}" "${EVAL_ROUGE:=0}"
 : "${SOURCE_FIELD:=}" "${TARGET_FIELD:=}"
 : "${VALID_EVERY:=$(( (UPDATES + 1) / 2 ))}" "${CKPT:=best}"
-: "${CPU:=$("$PYTHON" -c 'import torch; print(0 if torch.cuda.is_available() else 1)')}"
+if [ -z "${CPU:-}" ]; then count_cuda_devices; CPU=$(( CUDA_DEVICE_COUNT == 0 )); fi
 MAX_LEN_B=$MAX_LEN  # the shared stages' name for the longest output, in tokens
 
 # every setting and the input files are checked before the first stage

@@ -74,7 +74,7 @@ s2s_ft_main() {
   local model_dir
   model_dir=$(dirname "${PRETRAINED:-.}")
   : "${DICT:=$model_dir/dict.txt}" "${TOKENIZER:=wordpiece}" "${LOWERCASE:=1}"
-  : "${FP16:=$("$PYTHON" -c 'import torch; print(int(torch.cuda.is_available()))')}"
+  if [ -z "${FP16:-}" ]; then count_cuda_devices; FP16=$(( CUDA_DEVICE_COUNT > 0 )); fi
   : "${SEED:=1}" "${WORKERS:=8}" "${SCORING:=rouge}" "${EXTRA_PREP:=}" "${EVAL_ROUGE:=1}"
   need_choice EVAL_ROUGE 0 1
   need_choice TOKENIZER wordpiece spm none

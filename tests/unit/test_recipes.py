@@ -409,6 +409,36 @@ def test_later_stages_name_the_missing_prepared_file(tmp_path, recipe):
     assert proc.returncode != 0 and f"{work}/text/train.src: no such file" in proc.stderr, proc.stderr
 
 
+@pytest.mark.parametrize(
+    "visible, count, asked",
+    [(None, "3", 1), ("0,1,2", "3", 1), ("", "0", 0), ("-1", "0", 0)],
+)
+def test_the_cuda_device_count_is_asked_once_and_not_when_every_device_is_hidden(
+    tmp_path, visible, count, asked
+):
+    """count_cuda_devices, which FP16, CPU and GPUS default from: torch (here a stand-in python that sees 3
+    devices) is asked at most once per run, and not at all when CUDA_VISIBLE_DEVICES hides every device."""
+    log = tmp_path / "asked"
+    python = tmp_path / "python"
+    python.write_text(f'#!/bin/sh\necho "$*" >> {log}\necho 3\n')
+    python.chmod(0o755)
+    script = (
+        ". examples/common/seq2seq_stages.sh; count_cuda_devices; TOTAL_BATCH=6 BATCH_PER_GPU=2 split_batch; "
+        'count_cuda_devices; echo "$CUDA_DEVICE_COUNT $GPUS $UPDATE_FREQ"'
+    )
+    env = {key: value for key, value in clean_environment(PYTHON=str(python)).items() if key != "GPUS"}
+    if visible is not None:
+        env["CUDA_VISIBLE_DEVICES"] = visible
+    proc = subprocess.run(
+        ["bash", "-c", script], cwd=REPO, env=env, capture_output=True, text=True, timeout=60
+    )
+    assert proc.returncode == 0, proc.stderr
+    gpus = max(int(count), 1)
+    assert proc.stdout.split() == [count, str(gpus), str(6 // (gpus * 2))]
+    questions = log.read_text().splitlines() if log.exists() else []
+    assert len(questions) == asked and all("torch.cuda.device_count()" in q for q in questions), questions
+
+
 # ------------------------------------------------------------------------- command lines, with stubs
 
 
