@@ -89,7 +89,6 @@ def preprocess(args):
         cli.logger.handlers[:] = kept
         root.handlers[:] = root_handlers
         root.setLevel(root_level)
-    return parsed.destdir
 
 
 def train_records(stdout):
