@@ -10,7 +10,7 @@ import torch
 from fairseq.data import Dictionary
 
 from unilm_fairseq.data.dictionary import MASK_SYMBOL
-from unilm_fairseq.models.generation import STATIC_STEP_RANGE
+from unilm_fairseq.models.static_decoding import STATIC_STEP_RANGE
 
 
 def build_dictionary(num_words: int) -> Dictionary:

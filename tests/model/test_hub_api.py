@@ -174,7 +174,7 @@ def test_generate_nbest(hubs):
 
 def test_generate_with_fixed_shape_steps(hubs, monkeypatch):
     """``generate(decoding_step=...)``: the task's --decoding-step for one call."""
-    from unilm_fairseq.models.generation import StaticDecodingStep
+    from unilm_fairseq.models.static_decoding import StaticDecodingStep
 
     hub = hubs["pseudo_masked"]
     eager = hub.generate(list(SOURCES), beam=4, nbest=4, max_len_b=MAX_LEN_B)

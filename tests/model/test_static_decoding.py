@@ -15,8 +15,8 @@ from fairseq import utils
 from torch.profiler import ProfilerActivity, profile
 
 from unilm_fairseq import seq2seq_layout
-from unilm_fairseq.models import generation
-from unilm_fairseq.models.generation import StaticDecodingStep
+from unilm_fairseq.models import static_decoding
+from unilm_fairseq.models.static_decoding import StaticDecodingStep
 
 from ..helpers.host_reads import no_host_reads
 from ..helpers.seq2seq import (
@@ -90,7 +90,7 @@ def test_static_steps_decode_as_eager_steps(method, beam, spied):
 
 @pytest.mark.parametrize("method", seq2seq_layout.METHODS)
 def test_a_full_static_cache_grows(method, spied, monkeypatch):
-    monkeypatch.setattr(generation, "STATIC_CAPACITY", 2)
+    monkeypatch.setattr(static_decoding, "STATIC_CAPACITY", 2)
     model, batch = decoding_model(method), collate(pairs_dataset(method))
     static = generate_in("static", model, batch, beam=4, max_len_b=12)
     assert spied["__init__"] >= 3  # 2 slots, then 4, then 8 (and more)
