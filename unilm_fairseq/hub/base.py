@@ -25,21 +25,18 @@ import copy
 import dataclasses
 import json
 import logging
-import math
 import os
 from typing import Dict, List, Optional, Sequence, Tuple, Union
 
-import numpy as np
 import torch
-import torch.nn.functional as F
 from fairseq import hub_utils, utils
-from fairseq.data import FairseqDataset, ListDataset, data_utils
+from fairseq.data import FairseqDataset, data_utils
 from fairseq.hub_utils import GeneratorHubInterface
 from omegaconf import open_dict
 from torch import Tensor, nn
 
-from ..data.seq2seq.seq2seq_dataset import SOURCE_SPECIALS, Seq2SeqDataset
-from ..seq2seq_layout import FinetuneMethod
+from ..data.seq2seq.scoring import average_over_models, scoring_dataset, target_log_probs
+from ..data.seq2seq.seq2seq_dataset import SOURCE_SPECIALS
 
 logger = logging.getLogger(__name__)
 
@@ -366,18 +363,10 @@ class UniLMHubInterface(GeneratorHubInterface):
                 f"score() takes as many targets as sources: got {len(src)} source(s) and {len(tgt)} target(s)"
             )
         per_model = [self._model_log_probs(model, src, tgt, batch_size, max_tokens) for model in self.models]
-        results = []
-        for i, target in enumerate(tgt):
-            lprobs = torch.stack([scores[i] for scores in per_model])  # models x T
-            positional = torch.logsumexp(lprobs, 0) - math.log(len(per_model))
-            results.append(
-                {
-                    "tokens": target,
-                    "positional_scores": positional,
-                    "score": positional.mean(),
-                    "log_prob": positional.sum(),
-                }
-            )
+        results = [
+            {"tokens": target, "positional_scores": scores, "score": scores.mean(), "log_prob": scores.sum()}
+            for target, scores in zip(tgt, average_over_models(per_model))
+        ]
         return results[0] if single else results
 
     def _as_ids(self, inputs: Inputs, name: str) -> Tuple[List[Tensor], bool]:
@@ -414,7 +403,7 @@ class UniLMHubInterface(GeneratorHubInterface):
         return [results[i].cpu() for i in range(len(sources))]
 
     def _scoring_dataset(self, model: nn.Module, sources: List[Tensor], targets: List[Tensor]):
-        """The training dataset of the pairs, laid out as :meth:`score` says, without target noise."""
+        """The pairs in the scoring layout (:mod:`unilm_fairseq.data.seq2seq.scoring`), checked."""
         # the model's method and segment ids, the task's settled limits (one pair for an ensemble)
         spec, limits = model.seq2seq_spec, self.task.seq2seq_spec
         max_source, max_target = limits.max_source, limits.max_target
@@ -429,21 +418,12 @@ class UniLMHubInterface(GeneratorHubInterface):
             logger.warning(
                 "truncated %d of %d sources to max_source_positions %d", truncated, len(sources), max_source
             )
-        layout = FinetuneMethod.CAUSAL if spec.causal else FinetuneMethod.PSEUDO_MASKED
-        spec = dataclasses.replace(spec, method=layout, max_source=max_source, max_target=max_target)
-        return Seq2SeqDataset(
-            ListDataset(sources, np.array([len(s) for s in sources])),
-            ListDataset(targets, np.array([len(t) for t in targets])),
-            self.src_dict, spec, word_drop_prob=0.0,
-        )  # fmt: skip
+        spec = dataclasses.replace(spec, max_source=max_source, max_target=max_target)
+        return scoring_dataset(spec, self.src_dict, sources, targets)
 
     def _target_log_probs(self, model: nn.Module, batch: Dict) -> List[Tensor]:
-        """The batch's training forward (the criterion's call) -> each row's target log-probabilities."""
-        logits, _ = model(**batch["net_input"])  # N x V, the layout's queries in row-major order
-        queries = batch["net_input"]["masked_tokens"]
-        gold = batch["layout_target"][queries]
-        picked = F.log_softmax(logits.float(), dim=-1).gather(1, gold.unsqueeze(1)).squeeze(1)
-        return list(picked.split(queries.sum(1).tolist()))
+        """A :meth:`_scoring_dataset` batch -> each row's target log-probabilities."""
+        return target_log_probs(model, batch)
 
     def extract_features(self, tokens: Union[str, Tokens]) -> Tensor:
         """Final-layer states of the source encoding the decoder reads.

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from typing import List, Optional, Sequence
 
 from fairseq.dataclass import ChoiceEnum, FairseqDataclass
+from fairseq.search import DiverseBeamSearch
 from fairseq.sequence_generator import SequenceGenerator
 
 from ..modules.length_penalty import with_gnmt_length_penalty
@@ -73,6 +74,21 @@ def check_min_len_fits(min_len: int, last_step: int, src_len: int) -> None:
         )
 
 
+def search_sample(generator, sample: dict) -> dict:
+    """The batch to give ``generator``: without ``id`` for a diverse beam search.
+
+    fairseq 0.12's ``SequenceGenerator`` passes the batch's ``id`` (dataset indices) to its search as
+    ``original_batch_idxs``, and ``DiverseBeamSearch`` uses them as rows of its per-sentence counts of
+    tokens shared between groups. With ids past the batch size it fails (``IndexError``); with ids that
+    are not the rows' own positions it penalises one sentence by another's counts. Without ``id`` the
+    generator numbers the rows ``0 .. B-1``, the rows that search keeps its counts in. Other searches get
+    the ids (a prefix-constrained search hands them to its function).
+    """
+    if isinstance(getattr(generator, "search", None), DiverseBeamSearch) and "id" in sample:
+        return {key: value for key, value in sample.items() if key != "id"}
+    return sample
+
+
 class DecodingConventionsTask:
     """Mixin for a task with a :class:`DecodingConventionsConfig`: its generator honours both options.
 
@@ -118,8 +134,9 @@ class DecodingConventionsTask:
                 wanted = int(generator.max_len_a * src_len + generator.max_len_b)
                 check_min_len_fits(generator.min_len, min(wanted, generator.max_len - 1), src_len)
         return super().inference_step(
-            generator, models, sample, prefix_tokens=prefix_tokens, constraints=constraints
-        )
+            generator, models, search_sample(generator, sample), prefix_tokens=prefix_tokens,
+            constraints=constraints,
+        )  # fmt: skip
 
     def symbol_indices(self, symbols: Sequence[str]) -> List[int]:
         """Target dictionary ids of ``symbols``; a symbol the dictionary lacks is an error, not ``<unk>``."""

@@ -1,25 +1,34 @@
 """Task ``unilm_seq2seq``: s2s-ft fine-tuning and generation on fairseq language-pair data."""
 
+import dataclasses
 import logging
 import os
 from dataclasses import dataclass, field
-from typing import Optional, Tuple
+from typing import Dict, List, Optional, Tuple
 
 import numpy as np
-from fairseq import checkpoint_utils
+import torch
+from fairseq import checkpoint_utils, utils
 from fairseq.data import data_utils
 from fairseq.dataclass import ChoiceEnum
+from fairseq.sequence_scorer import SequenceScorer
 from fairseq.tasks import register_task
 from omegaconf import II, MISSING
 
 from .. import seq2seq_layout
 from ..checkpoint.unilmv2_init import checkpoint_seq2seq_segments, load_pretrained_weights
 from ..data.masking import MaskingConfig
+from ..data.seq2seq.scoring import average_over_models, scoring_dataset, target_log_probs
 from ..data.seq2seq.seq2seq_dataset import SOURCE_SPECIALS, TARGET_SPECIALS, Seq2SeqDataset
 from ..models.generation import STEP_MODES, check_decoding_positions, last_decoding_position
 from ..models.unilmv2 import check_seq2seq_segments
 from ..seq2seq_layout import Seq2SeqSpec
-from .decoding_conventions import DecodingConventionsConfig, DecodingConventionsTask, check_min_len_fits
+from .decoding_conventions import (
+    DecodingConventionsConfig,
+    DecodingConventionsTask,
+    check_min_len_fits,
+    search_sample,
+)
 from .mixed_precision import MixedPrecisionConfig
 from .rouge_validation import RougeValidationConfig, RougeValidationTask
 from .shared_dictionary import SharedDictionaryTask
@@ -274,8 +283,11 @@ class UniLMSeq2SeqTask(RougeValidationTask, DecodingConventionsTask, SharedDicti
         """Generate, keeping every decoding position inside the position table.
 
         The cap and the check use shapes and options only, so decoding reads no position back from
-        the device: the decoder does not check positions itself.
+        the device: the decoder does not check positions itself. ``fairseq-generate --score-reference``
+        scores the references instead (:meth:`score_references`).
         """
+        if isinstance(generator, SequenceScorer):
+            return self.score_references(models, sample)
         src_len = sample["net_input"]["src_tokens"].size(1)
         table = min(m.max_decoder_positions() for m in models)
         room = table - src_len
@@ -295,7 +307,41 @@ class UniLMSeq2SeqTask(RougeValidationTask, DecodingConventionsTask, SharedDicti
         step_mode = getattr(self.cfg, "decoding_step", "eager")  # configs saved before the field lack it
         for model in models:
             model.decoder.step_mode = step_mode
-        return generator.generate(models, sample, prefix_tokens=prefix_tokens, constraints=constraints)
+        return generator.generate(
+            models, search_sample(generator, sample), prefix_tokens=prefix_tokens, constraints=constraints
+        )
+
+    def score_references(self, models, sample) -> List[List[Dict]]:
+        """Each reference of a batch scored, in the form of fairseq's ``SequenceScorer``.
+
+        fairseq's scorer runs a decoder over the whole reference, which a UniLM model does not have; the
+        log-probabilities here are read from the scoring layout of each model's method
+        (:mod:`unilm_fairseq.data.seq2seq.scoring`), which are the ones decoding gives the same tokens.
+        An ensemble's probabilities are averaged. Per sentence, one entry: ``tokens`` (the reference,
+        ``</s>`` included), ``positional_scores``, ``score`` (their mean), ``attention`` and
+        ``alignment`` (None).
+        """
+        pad, limits = self.source_dictionary.pad(), self.seq2seq_spec
+        # the batch's sources are "[SOS] source [EOS]" (truncated), the dataset's lines "source </s>"
+        sources = [row[row.ne(pad)][1:].cpu() for row in sample["net_input"]["src_tokens"]]
+        targets = [row[row.ne(pad)].cpu() for row in sample["target"]]
+        device = sample["target"].device
+        per_model = []
+        for model in models:
+            spec = dataclasses.replace(
+                model.seq2seq_spec, max_source=limits.max_source, max_target=limits.max_target
+            )
+            dataset = scoring_dataset(spec, self.source_dictionary, sources, targets)
+            batch = dataset.collater([dataset[i] for i in range(len(dataset))])
+            with torch.no_grad():
+                per_model.append(
+                    target_log_probs(model, utils.apply_to_sample(lambda t: t.to(device), batch))
+                )
+        return [
+            [{"tokens": target.to(device), "score": scores.mean(), "attention": None, "alignment": None,
+              "positional_scores": scores}]
+            for target, scores in zip(targets, average_over_models(per_model))
+        ]  # fmt: skip
 
     def max_positions(self):
         return self.cfg.max_source_positions + self.cfg.max_target_positions

@@ -1,0 +1,165 @@
+"""fairseq-generate's search options through the generation tasks, on tiny checkpoints.
+
+``--score-reference`` (fairseq's ``SequenceScorer``) gives each reference's log-probabilities as the
+Python API's ``score`` reads them, for every s2s-ft method, ensembles and PALM included, and through the
+console script. ``--diverse-beam-groups`` decodes a batch as it decodes each of its sentences alone,
+whatever the batch's sample ids: fairseq 0.12's diverse beam search looked its per-sentence counts up by
+sample id.
+"""
+
+import argparse
+import math
+import re
+
+import pytest
+import torch
+from fairseq.sequence_scorer import SequenceScorer
+
+from unilm_fairseq import UniLMModel
+from unilm_fairseq.seq2seq_layout import METHODS
+
+from ..helpers.cli import run_cli
+from ..helpers.hub import CHECKPOINT, palm_hub, palm_task, save_seq2seq_checkpoint, write_pairs
+from ..helpers.palm import palm_model
+from ..helpers.seq2seq import SOURCES, TARGETS, D, assert_same_hypotheses, sharpened_model
+
+pytestmark = pytest.mark.usefixtures("one_thread")
+
+TOL = 1e-5
+METHOD_NAMES = [m.value for m in METHODS]
+
+
+@pytest.fixture(scope="module")
+def folders(tmp_path_factory):
+    """A checkpoint folder per fine-tuning method, its pairs binarized as the ``train`` split."""
+    root = tmp_path_factory.mktemp("generate_options")
+    found = {}
+    for method in METHOD_NAMES:
+        folder = root / method
+        save_seq2seq_checkpoint(folder, sharpened_model(D, method))
+        write_pairs(folder, "train", SOURCES, TARGETS, D)
+        found[method] = folder
+    return found
+
+
+@pytest.fixture(scope="module")
+def hubs(folders):
+    return {method: UniLMModel.from_pretrained(str(folder), CHECKPOINT) for method, folder in folders.items()}
+
+
+def train_batch(task):
+    dataset = task.load_dataset("train")
+    return dataset.collater([dataset[i] for i in range(len(dataset))])
+
+
+def scorer(task, models):
+    generator = task.build_generator(models, argparse.Namespace(score_reference=True))
+    assert isinstance(generator, SequenceScorer)  # what fairseq-generate --score-reference builds
+    return generator
+
+
+def check_reference_scores(hypos, batch, expected):
+    """``hypos`` (a scorer's, in batch order) against ``expected[pair]`` positional scores."""
+    assert len(hypos) == len(batch["id"])
+    for (hypo,), pair in zip(hypos, batch["id"].tolist()):
+        assert hypo["tokens"].tolist() == TARGETS[pair].tolist()  # the reference, </s> included
+        torch.testing.assert_close(hypo["positional_scores"], expected[pair], atol=TOL, rtol=0)
+        assert float(hypo["score"]) == pytest.approx(float(expected[pair].mean()), abs=TOL)
+        assert hypo["alignment"] is None
+
+
+@pytest.mark.parametrize("method", METHOD_NAMES)
+def test_score_reference_gives_the_api_scores(hubs, method):
+    hub = hubs[method]
+    batch = train_batch(hub.task)
+    with torch.no_grad():
+        hypos = hub.task.inference_step(scorer(hub.task, [hub.model]), [hub.model], batch)
+    check_reference_scores(hypos, batch, [r["positional_scores"] for r in hub.score(SOURCES, TARGETS)])
+
+
+def test_score_reference_averages_an_ensemble_s_probabilities(hubs):
+    """Two models of different methods: each reads its own layout, and their probabilities are averaged."""
+    task = hubs["pseudo_masked"].task
+    models = [hubs["pseudo_masked"].model, hubs["causal"].model]
+    batch = train_batch(task)
+    with torch.no_grad():
+        hypos = task.inference_step(scorer(task, models), models, batch)
+    alone = [hubs[m].score(SOURCES, TARGETS) for m in ("pseudo_masked", "causal")]
+    expected = [
+        torch.log((a["positional_scores"].exp() + b["positional_scores"].exp()) / 2) for a, b in zip(*alone)
+    ]
+    check_reference_scores(hypos, batch, expected)
+    # not one model's scores: the average differs from each
+    assert not torch.allclose(expected[0], alone[0][0]["positional_scores"], atol=1e-3)
+
+
+def test_score_reference_on_palm_gives_the_api_scores(tmp_path):
+    """PALM has a decoder over the whole reference, so fairseq's own scorer runs it."""
+    write_pairs(tmp_path, "train", SOURCES, TARGETS, D)
+    hub = palm_hub(palm_model(D, no_encoder_mlm_head=True), palm_task(D, tmp_path))
+    batch = train_batch(hub.task)
+    with torch.no_grad():
+        hypos = hub.task.inference_step(scorer(hub.task, [hub.model]), [hub.model], batch)
+    check_reference_scores(hypos, batch, [r["positional_scores"] for r in hub.score(SOURCES, TARGETS)])
+
+
+def test_fairseq_generate_score_reference(folders, hubs):
+    """The console script prints each reference as its hypothesis, with the API's scores."""
+    folder = folders["pseudo_masked"]
+    out = run_cli(["fairseq-generate", str(folder), "--user-dir", "unilm_fairseq", "--task", "unilm_seq2seq",
+                   "--path", str(folder / CHECKPOINT), "--gen-subset", "train", "--score-reference",
+                   "--batch-size", "2", "--cpu"]).stdout  # fmt: skip
+    lines = dict(re.findall(r"^([TPH]-\d+)\t(.*)$", out, re.M))
+    scored = hubs["pseudo_masked"].score(SOURCES, TARGETS)
+    for pair, result in enumerate(scored):
+        score, text = lines[f"H-{pair}"].split("\t")
+        assert text == lines[f"T-{pair}"]
+        # fairseq-generate prints base-2 scores
+        assert float(score) == pytest.approx(float(result["score"]) / math.log(2), abs=1e-4)
+        printed = [float(p) for p in lines[f"P-{pair}"].split()]
+        assert printed == pytest.approx((result["positional_scores"] / math.log(2)).tolist(), abs=1e-4)
+
+
+def diverse_generate(task, model, batch, ids=None):
+    if ids is not None:
+        batch = {**batch, "id": torch.tensor(ids)}
+    args = argparse.Namespace(beam=4, diverse_beam_groups=2, diverse_beam_strength=0.3, max_len_b=6)
+    generator = task.build_generator([model], args)
+    with torch.no_grad():
+        return task.inference_step(generator, [model], batch)
+
+
+@pytest.mark.parametrize("method", METHOD_NAMES)
+def test_diverse_beam_search_decodes_a_batch_as_each_sentence_alone(hubs, method):
+    hub = hubs[method]
+    dataset = hub.task.load_dataset("train")
+    alone = [
+        diverse_generate(hub.task, hub.model, dataset.collater([dataset[i]]), ids=[0])[0]
+        for i in range(len(dataset))
+    ]
+    batch = dataset.collater([dataset[i] for i in range(len(dataset))])
+    # sample ids past the batch size (a later batch of a test set), then ids that are not the rows' places
+    for ids in ([7, 12, 30], [2, 0, 1], [1, 2, 0]):
+        assert_same_hypotheses(diverse_generate(hub.task, hub.model, batch, ids), alone)
+    # the groups' penalty is at work: the hypotheses differ from plain beam search's
+    plain = hub.task.build_generator([hub.model], argparse.Namespace(beam=4, max_len_b=6))
+    with torch.no_grad():
+        beam = hub.task.inference_step(plain, [hub.model], batch)
+    assert any(
+        [h["tokens"].tolist() for h in a] != [h["tokens"].tolist() for h in b] for a, b in zip(beam, alone)
+    )
+
+
+def test_diverse_beam_search_on_palm_decodes_a_batch_as_each_sentence_alone(tmp_path):
+    write_pairs(tmp_path, "train", SOURCES, TARGETS, D)
+    hub = palm_hub(palm_model(D, no_encoder_mlm_head=True), palm_task(D, tmp_path))
+    dataset = hub.task.load_dataset("train")
+    alone = [
+        diverse_generate(hub.task, hub.model, dataset.collater([dataset[i]]), ids=[0])[0]
+        for i in range(len(dataset))
+    ]
+    batch = dataset.collater([dataset[i] for i in range(len(dataset))])
+    order = batch["id"].tolist()  # the translation collater sorts by source length
+    expected = [alone[pair] for pair in order]
+    for ids in ([7, 12, 30], [2, 0, 1], [1, 2, 0]):
+        assert_same_hypotheses(diverse_generate(hub.task, hub.model, batch, ids), expected)
