@@ -4,7 +4,7 @@
 Python API's ``score`` reads them, for every s2s-ft method, ensembles and PALM included, and through the
 console script. ``--diverse-beam-groups`` decodes a batch as it decodes each of its sentences alone,
 whatever the batch's sample ids: fairseq 0.12's diverse beam search looked its per-sentence counts up by
-sample id.
+sample id. ``--print-alignment`` is refused with a reason for UniLM and works for PALM.
 """
 
 import argparse
@@ -163,3 +163,20 @@ def test_diverse_beam_search_on_palm_decodes_a_batch_as_each_sentence_alone(tmp_
     expected = [alone[pair] for pair in order]
     for ids in ([7, 12, 30], [2, 0, 1], [1, 2, 0]):
         assert_same_hypotheses(diverse_generate(hub.task, hub.model, batch, ids), expected)
+
+
+@pytest.mark.parametrize("mode", ["hard", "soft"])
+@pytest.mark.parametrize("score_reference", [False, True])
+def test_print_alignment_is_refused_for_unilm_and_works_for_palm(hubs, tmp_path, mode, score_reference):
+    """fairseq's aligning generator and scorer read the decoder's cross-attention: UniLM says it has none
+    (it used to fail inside fairseq with an IndexError); PALM's decoder gives it."""
+    args = argparse.Namespace(beam=2, max_len_b=6, print_alignment=mode, score_reference=score_reference)
+    hub = hubs["pseudo_masked"]
+    with pytest.raises(ValueError, match="--print-alignment: a unilm_seq2seq model has no encoder-decoder"):
+        hub.task.build_generator([hub.model], args)
+    write_pairs(tmp_path, "train", SOURCES, TARGETS, D)
+    palm = palm_hub(palm_model(D, no_encoder_mlm_head=True), palm_task(D, tmp_path))
+    batch = train_batch(palm.task)
+    with torch.no_grad():
+        hypos = palm.task.inference_step(palm.task.build_generator([palm.model], args), [palm.model], batch)
+    assert all(hypo[0]["alignment"] for hypo in hypos)  # one entry per target token, at least

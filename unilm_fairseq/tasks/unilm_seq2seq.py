@@ -279,6 +279,15 @@ class UniLMSeq2SeqTask(RougeValidationTask, DecodingConventionsTask, SharedDicti
             load_pretrained_weights(model, self.cfg.pretrained_checkpoint, state)
         return model
 
+    def build_generator(self, models, args, *more, **kwargs):
+        if getattr(args, "print_alignment", None):  # fairseq's aligning generator reads cross-attention
+            raise ValueError(
+                "--print-alignment: a unilm_seq2seq model has no encoder-decoder attention to align with, "
+                "and its decoding steps run fused attention, which returns no weights (palm_seq2seq models "
+                "print alignments)"
+            )
+        return super().build_generator(models, args, *more, **kwargs)
+
     def inference_step(self, generator, models, sample, prefix_tokens=None, constraints=None):
         """Generate, keeping every decoding position inside the position table.
 
