@@ -6,11 +6,12 @@
 ``fairseq-generate``, ``fairseq-interactive`` and the Python API, which all build their generator here.
 """
 
+import contextlib
 from dataclasses import dataclass, field
 from typing import List, Optional, Sequence
 
 from fairseq.dataclass import ChoiceEnum, FairseqDataclass
-from fairseq.search import DiverseBeamSearch
+from fairseq.search import DiverseBeamSearch, LexicallyConstrainedBeamSearch
 from fairseq.sequence_generator import SequenceGenerator
 
 from ..modules.length_penalty import with_gnmt_length_penalty
@@ -89,6 +90,27 @@ def search_sample(generator, sample: dict) -> dict:
     return sample
 
 
+@contextlib.contextmanager
+def constrained_search_limit(generator):
+    """Turn the assertion of fairseq's constrained search at the length limit into an error that says why.
+
+    That search (``--constraints``) bans ``</s>`` until a hypothesis holds all of its sentence's
+    constraints, and a sentence ends only when ``--beam`` hypotheses have ended; at the length limit every
+    other token is banned as well, so a sentence with fewer such hypotheses fails fairseq's ``step <
+    max_len`` assertion.
+    """
+    try:
+        yield
+    except AssertionError as error:
+        if not isinstance(getattr(generator, "search", None), LexicallyConstrainedBeamSearch):
+            raise
+        raise ValueError(
+            f"constrained decoding reached the length limit before --beam {generator.beam_size} hypotheses "
+            "held every constraint of their sentence (fairseq's search then fails its assertion "
+            f"'{error}'): raise --max-len-a/--max-len-b, or lower --beam"
+        ) from error
+
+
 class DecodingConventionsTask:
     """Mixin for a task with a :class:`DecodingConventionsConfig`: its generator honours both options.
 
@@ -133,10 +155,11 @@ class DecodingConventionsTask:
                 src_len = sample["net_input"]["src_tokens"].size(1)
                 wanted = int(generator.max_len_a * src_len + generator.max_len_b)
                 check_min_len_fits(generator.min_len, min(wanted, generator.max_len - 1), src_len)
-        return super().inference_step(
-            generator, models, search_sample(generator, sample), prefix_tokens=prefix_tokens,
-            constraints=constraints,
-        )  # fmt: skip
+        with constrained_search_limit(generator):
+            return super().inference_step(
+                generator, models, search_sample(generator, sample), prefix_tokens=prefix_tokens,
+                constraints=constraints,
+            )  # fmt: skip
 
     def symbol_indices(self, symbols: Sequence[str]) -> List[int]:
         """Target dictionary ids of ``symbols``; a symbol the dictionary lacks is an error, not ``<unk>``."""

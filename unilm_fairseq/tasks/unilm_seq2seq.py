@@ -27,6 +27,7 @@ from .decoding_conventions import (
     DecodingConventionsConfig,
     DecodingConventionsTask,
     check_min_len_fits,
+    constrained_search_limit,
     search_sample,
 )
 from .mixed_precision import MixedPrecisionConfig
@@ -185,7 +186,8 @@ class UniLMSeq2SeqTask(RougeValidationTask, DecodingConventionsTask, SharedDicti
         )  # fmt: skip
 
     def build_dataset_for_inference(self, src_tokens, src_lengths, constraints=None):
-        """Sources for ``fairseq-interactive`` and the Python API (each ends with ``</s>``)."""
+        """Sources for ``fairseq-interactive`` and the Python API (each ends with ``</s>``), with
+        ``constraints`` (``(N, L)`` packed, ``--constraints``) for a lexically constrained search."""
         max_source = self.seq2seq_spec.max_source
         too_long = sum(int(n) - 1 > max_source - SOURCE_SPECIALS for n in src_lengths)
         if too_long:
@@ -193,7 +195,11 @@ class UniLMSeq2SeqTask(RougeValidationTask, DecodingConventionsTask, SharedDicti
                 "truncated %d of %d inputs to --max-source-positions %d",
                 too_long, len(src_lengths), max_source,
             )  # fmt: skip
-        return self._dataset(_TokenList(src_tokens), None)
+        if constraints is None:
+            return self._dataset(_TokenList(src_tokens), None)
+        return Seq2SeqDataset(
+            _TokenList(src_tokens), None, self.dictionary, self.seq2seq_spec, constraints=constraints
+        )
 
     @property
     def seq2seq_spec(self) -> Seq2SeqSpec:
@@ -316,9 +322,10 @@ class UniLMSeq2SeqTask(RougeValidationTask, DecodingConventionsTask, SharedDicti
         step_mode = getattr(self.cfg, "decoding_step", "eager")  # configs saved before the field lack it
         for model in models:
             model.decoder.step_mode = step_mode
-        return generator.generate(
-            models, search_sample(generator, sample), prefix_tokens=prefix_tokens, constraints=constraints
-        )
+        with constrained_search_limit(generator):
+            return generator.generate(
+                models, search_sample(generator, sample), prefix_tokens=prefix_tokens, constraints=constraints
+            )
 
     def score_references(self, models, sample) -> List[List[Dict]]:
         """Each reference of a batch scored, in the form of fairseq's ``SequenceScorer``.

@@ -38,7 +38,10 @@ class Seq2SeqDataset(CompleteBatchesMixin, SeededDataset):
 
     ``spec.segments`` are the source and target segment ids of the layout (0/1, or 4/5 for UniLM v1,
     :func:`unilm_fairseq.seq2seq_layout.pretrained_segments`). ``indices`` selects which raw pairs are
-    used (the task drops empty ones); sample ids are the raw line numbers.
+    used (the task drops empty ones); sample ids are the raw line numbers. Sources without targets may
+    carry ``constraints``, a row of packed lexical constraints per raw line (fairseq's
+    ``pack_constraints``, ``fairseq-interactive --constraints``): batches then hold them as
+    ``constraints``, zero-padded, for the constrained beam search.
     """
 
     def __init__(
@@ -53,8 +56,12 @@ class Seq2SeqDataset(CompleteBatchesMixin, SeededDataset):
         word_drop_prob: float = 0.0,
         leave_unmasked_prob: float = MaskingConfig.leave_unmasked_prob,
         random_token_prob: float = MaskingConfig.random_token_prob,
+        constraints: Optional[torch.Tensor] = None,
     ):
         super().__init__(seed)
+        if constraints is not None and (tgt is not None or len(constraints) != len(src)):
+            raise ValueError("constraints go with sources alone, one row per source line")
+        self.constraints = constraints
         self.spec = spec
         self.src, self.tgt = src, tgt
         self.dictionary = dictionary
@@ -99,6 +106,8 @@ class Seq2SeqDataset(CompleteBatchesMixin, SeededDataset):
         source = torch.cat([torch.tensor([d.bos()]), body, torch.tensor([d.eos()])])
         item = {"id": raw, "source": source}
         if self.tgt is None:
+            if self.constraints is not None:
+                item["constraints"] = self.constraints[raw]
             return item
         target = self.tgt[raw][:-1][: self.spec.max_target - TARGET_SPECIALS]
         target = torch.cat([target, torch.tensor([d.eos()])])
@@ -138,6 +147,8 @@ class Seq2SeqDataset(CompleteBatchesMixin, SeededDataset):
         }
         if "target" not in samples[0]:
             batch["ntokens"] = sum(len(s) for s in sources)
+            if "constraints" in samples[0]:
+                batch["constraints"] = data_utils.collate_tokens([s["constraints"] for s in samples], 0)
             return batch
         spec = self.spec
         layouts = [
