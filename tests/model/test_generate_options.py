@@ -265,3 +265,28 @@ def test_constraints_that_cannot_fit_the_length_limit_say_so(hubs, tmp_path, sys
     too_long = pack_constraints([[torch.tensor(WORDS[3:6])], [], []])
     with pytest.raises(ValueError, match="constrained decoding reached the length limit before --beam 4"):
         constrained_generate(hub.task, hub.model, too_long, max_len_b=2)
+
+
+@pytest.mark.parametrize("system", ["pseudo_masked", "palm"])
+def test_the_python_api_takes_constraints_as_ids_or_text(hubs, tmp_path, system):
+    if system == "palm":
+        write_pairs(tmp_path, "train", SOURCES, TARGETS, D)
+        hub = palm_hub(palm_model(D, no_encoder_mlm_head=True), palm_task(D, tmp_path))
+    else:
+        hub = hubs[system]
+    hypos = hub.generate(list(SOURCES), beam=4, max_len_b=12, constraints=CONSTRAINTS)
+    for hyps, phrases in zip(hypos, CONSTRAINTS):
+        assert all(contains(hyps[0]["tokens"], c) for c in phrases)
+    as_text = [[hub.string(c) for c in phrases] for phrases in CONSTRAINTS]
+    again = hub.generate(list(SOURCES), beam=4, max_len_b=12, constraints=as_text)
+    assert [h[0]["tokens"].tolist() for h in again] == [h[0]["tokens"].tolist() for h in hypos]
+    single = hub.generate(
+        SOURCES[1], beam=4, max_len_b=12, constraints=CONSTRAINTS[1], ordered_constraints=False
+    )
+    assert all(contains(single[0]["tokens"], c) for c in CONSTRAINTS[1])
+    with pytest.raises(ValueError, match="one list of phrases per input, got 1 for 3"):
+        hub.generate(list(SOURCES), constraints=CONSTRAINTS[:1])
+    with pytest.raises(TypeError, match=r"constraints\[0\]: expected a list of phrases"):
+        hub.generate(list(SOURCES), constraints=["w1", "w2", "w3"])
+    with pytest.raises(ValueError, match="a phrase is empty or holds </s>"):
+        hub.generate(list(SOURCES), constraints=[[torch.tensor([D.eos()])], [], []])

@@ -32,6 +32,7 @@ import torch
 from fairseq import hub_utils, utils
 from fairseq.data import FairseqDataset, data_utils
 from fairseq.hub_utils import GeneratorHubInterface
+from fairseq.token_generation_constraints import pack_constraints
 from omegaconf import open_dict
 from torch import Tensor, nn
 
@@ -174,6 +175,8 @@ class UniLMHubInterface(GeneratorHubInterface):
         batch_size: Optional[int] = None,
         max_tokens: Optional[int] = None,
         decoding_step: Optional[str] = None,
+        constraints: Optional[Sequence] = None,
+        ordered_constraints: bool = True,
         **options,
     ):
         """Generate from raw text or from token ids, in batches, on the model's device.
@@ -192,6 +195,10 @@ class UniLMHubInterface(GeneratorHubInterface):
         them, so ``nbest`` must be between 1 and ``beam`` (a ``ValueError`` otherwise).
         ``decoding_step`` (``"eager"``, ``"static"`` or ``"cuda_graph"``) is the ``unilm_seq2seq`` task's
         ``--decoding-step`` for this call; unset, the task's value holds (``"eager"`` unless given).
+        ``constraints``: lexically constrained decoding (``fairseq-interactive --constraints``), every
+        hypothesis holding each phrase: per input, a list of phrases, each text or ids without ``</s>``
+        (for a single input, its list of phrases); in the order given unless ``ordered_constraints`` is
+        False.
 
         Returns:
             for a string, its best hypothesis as text (a list of ``nbest`` texts when ``nbest > 1``); for a
@@ -220,6 +227,10 @@ class UniLMHubInterface(GeneratorHubInterface):
             **settings, nbest=nbest, sampling=sampling, sampling_topk=sampling_topk,
             sampling_topp=sampling_topp, temperature=temperature,
         )  # fmt: skip
+        packed = None
+        if constraints is not None:
+            packed = self._packed_constraints([constraints] if single else constraints, len(tokens))
+            options["constraints"] = "ordered" if ordered_constraints else "unordered"
         # task options: passed only when given, so tasks without them keep working
         conventions = {
             "lenpen_style": lenpen_style
@@ -232,7 +243,8 @@ class UniLMHubInterface(GeneratorHubInterface):
         conventions = {key: value for key, value in conventions.items() if value is not None}
         with self._decoding_step(decoding_step):
             hypotheses = [
-                h[:nbest] for h in self._generate_tokens(tokens, options, batch_size, max_tokens, conventions)
+                h[:nbest]
+                for h in self._generate_tokens(tokens, options, batch_size, max_tokens, conventions, packed)
             ]
         if verbose:
             for source, hypos in zip(tokens, hypotheses):
@@ -243,6 +255,22 @@ class UniLMHubInterface(GeneratorHubInterface):
             decoded = [[self.decode(h["tokens"]) for h in hypos] for hypos in hypotheses]
             hypotheses = [d[0] for d in decoded] if nbest == 1 else decoded
         return hypotheses[0] if single else hypotheses
+
+    def _packed_constraints(self, constraints: Sequence, count: int) -> Tensor:
+        """Per input, its phrases (text, or ids without ``</s>``) -> packed ``(N, L)`` constraints."""
+        if len(constraints) != count:
+            raise ValueError(
+                f"constraints: one list of phrases per input, got {len(constraints)} for {count}"
+            )
+        per_input = []
+        for i, phrases in enumerate(constraints):
+            if isinstance(phrases, (str, Tensor)):
+                raise TypeError(f"constraints[{i}]: expected a list of phrases, got {phrases!r}")
+            ids = [self.encode(p)[:-1] if isinstance(p, str) else torch.as_tensor(p).long() for p in phrases]
+            if any(t.numel() == 0 or (t == self.tgt_dict.eos()).any() for t in ids):
+                raise ValueError(f"constraints[{i}]: a phrase is empty or holds </s>")
+            per_input.append(ids)
+        return pack_constraints(per_input)
 
     @contextlib.contextmanager
     def _decoding_step(self, mode: Optional[str]):
@@ -288,6 +316,7 @@ class UniLMHubInterface(GeneratorHubInterface):
         batch_size: Optional[int],
         max_tokens: Optional[int],
         conventions: Dict,
+        constraints: Optional[Tensor] = None,
     ) -> List[List[Dict[str, Tensor]]]:
         if not tokens:
             return []
@@ -298,10 +327,13 @@ class UniLMHubInterface(GeneratorHubInterface):
                     raise TypeError(f"generate() got an unknown generation option {key!r}")
                 setattr(gen_cfg, key, value)
         generator = self.task.build_generator(self.models, gen_cfg, **conventions)
-        dataset = self.task.build_dataset_for_inference(tokens, [t.numel() for t in tokens])
+        lengths = [t.numel() for t in tokens]
+        dataset = self.task.build_dataset_for_inference(tokens, lengths, constraints=constraints)
         results = {}
         for batch in self._batches(dataset, batch_size, max_tokens):
-            hypotheses = self.task.inference_step(generator, self.models, batch)
+            hypotheses = self.task.inference_step(
+                generator, self.models, batch, constraints=batch.get("constraints")
+            )
             results.update(zip(batch["id"].tolist(), hypotheses))
         return [results[i] for i in range(len(tokens))]
 
