@@ -87,6 +87,27 @@ def test_interactive_copies_input(copy_bin):
     assert hyps == lines
 
 
+def test_interactive_constraints_put_each_phrase_in_the_copy(copy_bin):
+    """``--constraints``: each input line is the source, then its phrases, tab-separated."""
+    checkpoint = copy_bin / "ckpt-pseudo_masked" / "checkpoint_last.pt"
+    if not checkpoint.exists():
+        checkpoint = train_copy(copy_bin, "pseudo_masked")
+    sources = ["w1 w2 w3 w4 w5", "w9 w9 w0 w15 w3"]
+    phrases = [["w7 w8"], ["w12", "w6"]]  # words the copy would not write
+    stdin = "".join("\t".join([source, *p]) + "\n" for source, p in zip(sources, phrases))
+    for order in ("ordered", "unordered"):
+        out = run_cli(["fairseq-interactive", str(copy_bin / "bin"), "--user-dir", "unilm_fairseq",
+                       "--task", "unilm_seq2seq", "--path", str(checkpoint), "--beam", "4", "--cpu",
+                       "--constraints", order, "--max-len-b", "12"], input_text=stdin)  # fmt: skip
+        hyps = re.findall(r"^H-\d+\t\S+\t(.*)$", out.stdout, re.M)
+        assert len(hyps) == 2
+        for hyp, source, wanted in zip(hyps, sources, phrases):
+            assert all(f" {p} " in f" {hyp} " for p in wanted), (hyp, wanted)
+            assert set(source.split()) & set(hyp.split())  # still a copy around the phrases
+        if order == "ordered":
+            assert hyps[1].index("w12") < hyps[1].index("w6")
+
+
 def test_pretrain_finetune_generate_score_on_austen(tmp_path):
     """The real chain on a small Austen sample: PMLM pre-training initialises s2s-ft fine-tuning."""
     text, lm_bin, s2s_bin = tmp_path / "text", tmp_path / "lm-bin", tmp_path / "s2s-bin"
