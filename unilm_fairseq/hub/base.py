@@ -22,7 +22,6 @@ or cast the model, and inputs follow it. ``UniLMv2Model.from_pretrained(...)`` r
 
 import contextlib
 import copy
-import dataclasses
 import json
 import logging
 import os
@@ -450,8 +449,7 @@ class UniLMHubInterface(GeneratorHubInterface):
             logger.warning(
                 "truncated %d of %d sources to max_source_positions %d", truncated, len(sources), max_source
             )
-        spec = dataclasses.replace(spec, max_source=max_source, max_target=max_target)
-        return scoring_dataset(spec, self.src_dict, sources, targets)
+        return scoring_dataset(spec, limits, self.src_dict, sources, targets)
 
     def _target_log_probs(self, model: nn.Module, batch: Dict) -> List[Tensor]:
         """A :meth:`_scoring_dataset` batch -> each row's target log-probabilities."""

@@ -1,6 +1,5 @@
 """Task ``unilm_seq2seq``: s2s-ft fine-tuning and generation on fairseq language-pair data."""
 
-import dataclasses
 import logging
 import os
 from dataclasses import dataclass, field
@@ -178,11 +177,12 @@ class UniLMSeq2SeqTask(RougeValidationTask, DecodingConventionsTask, SharedDicti
         self.datasets[split] = self._dataset(src, tgt, keep)
         return self.datasets[split]
 
-    def _dataset(self, src, tgt, indices=None):
+    def _dataset(self, src, tgt, indices=None, constraints=None):
         return Seq2SeqDataset(
             src, tgt, self.dictionary, self.seq2seq_spec, seed=self.cfg.seed, indices=indices,
             target_mask_prob=self.cfg.target_mask_prob, word_drop_prob=self.cfg.target_word_drop_prob,
             leave_unmasked_prob=self.cfg.leave_unmasked_prob, random_token_prob=self.cfg.random_token_prob,
+            constraints=constraints,
         )  # fmt: skip
 
     def build_dataset_for_inference(self, src_tokens, src_lengths, constraints=None):
@@ -195,11 +195,7 @@ class UniLMSeq2SeqTask(RougeValidationTask, DecodingConventionsTask, SharedDicti
                 "truncated %d of %d inputs to --max-source-positions %d",
                 too_long, len(src_lengths), max_source,
             )  # fmt: skip
-        if constraints is None:
-            return self._dataset(_TokenList(src_tokens), None)
-        return Seq2SeqDataset(
-            _TokenList(src_tokens), None, self.dictionary, self.seq2seq_spec, constraints=constraints
-        )
+        return self._dataset(_TokenList(src_tokens), None, constraints=constraints)
 
     @property
     def seq2seq_spec(self) -> Seq2SeqSpec:
@@ -344,10 +340,7 @@ class UniLMSeq2SeqTask(RougeValidationTask, DecodingConventionsTask, SharedDicti
         device = sample["target"].device
         per_model = []
         for model in models:
-            spec = dataclasses.replace(
-                model.seq2seq_spec, max_source=limits.max_source, max_target=limits.max_target
-            )
-            dataset = scoring_dataset(spec, self.source_dictionary, sources, targets)
+            dataset = scoring_dataset(model.seq2seq_spec, limits, self.source_dictionary, sources, targets)
             batch = dataset.collater([dataset[i] for i in range(len(dataset))])
             with torch.no_grad():
                 per_model.append(

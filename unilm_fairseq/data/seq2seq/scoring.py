@@ -23,20 +23,27 @@ from ...seq2seq_layout import FinetuneMethod, Seq2SeqSpec
 from .seq2seq_dataset import Seq2SeqDataset
 
 
-def scoring_dataset(spec: Seq2SeqSpec, dictionary, sources: Sequence[Tensor], targets: Sequence[Tensor]):
-    """The pairs in the scoring layout of ``spec``'s method, with ``spec``'s limits and segment ids.
+def scoring_dataset(
+    spec: Seq2SeqSpec, limits: Seq2SeqSpec, dictionary, sources: Sequence[Tensor], targets: Sequence[Tensor]
+):
+    """The pairs in the scoring layout of ``spec``'s method and segment ids, cut to ``limits``' lengths.
 
     Args:
-        spec: the model's s2s-ft spec, with the limits to truncate to.
+        spec: the model's s2s-ft spec (its method and segment ids).
+        limits: the task's settled spec, whose ``max_source``/``max_target`` the pairs are truncated to
+            (one pair of limits for an ensemble).
         sources, targets: ids ending with ``</s>``, as ``fairseq-preprocess`` writes a line.
     Returns:
         a :class:`Seq2SeqDataset` whose collated batches :func:`target_log_probs` reads.
     """
     layout = FinetuneMethod.CAUSAL if spec.causal else FinetuneMethod.PSEUDO_MASKED
+    spec = dataclasses.replace(
+        spec, method=layout, max_source=limits.max_source, max_target=limits.max_target
+    )
     return Seq2SeqDataset(
         ListDataset(sources, np.array([len(s) for s in sources])),
         ListDataset(targets, np.array([len(t) for t in targets])),
-        dictionary, dataclasses.replace(spec, method=layout), word_drop_prob=0.0,
+        dictionary, spec, word_drop_prob=0.0,
     )  # fmt: skip
 
 
