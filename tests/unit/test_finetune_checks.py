@@ -76,6 +76,8 @@ def finetune(data, work, **env):
         ({"BEAM": "0"}, "BEAM=0 must be a whole number >= 1"),
         ({"MINUTES": "-5"}, "MINUTES=-5 must be a number > 0"),
         ({"PRETRAINED": "/nonexistent/checkpoint.pt"}, "PRETRAINED=/nonexistent/checkpoint.pt: no such file"),
+        ({"START": "minilm"}, "START=minilm must be one of: continued released"),
+        ({"START": "continued", "PRETRAINED": "/a/model.pt"}, "PRETRAINED=/a/model.pt is already the start"),
     ],
 )
 def test_finetune_refuses_bad_settings_before_any_stage(tmp_path, env, message):

@@ -7,12 +7,15 @@ import pytest
 import torch
 
 from tests.helpers.cli import REPO
+from unilm_fairseq.checkpoint.converted import ORIGIN_KEY
 from unilm_fairseq.checkpoint.packed_weights import (
+    PACKED_KEY,
     pack_state_dict,
     read_packed,
     unpack_state_dict,
     write_packed,
 )
+from unilm_fairseq.hf_export.model_card import _origin_text
 
 sys.path.insert(0, os.path.join(REPO, "scripts"))
 import pack_weights  # noqa: E402
@@ -87,7 +90,9 @@ def test_unpack_onto_a_base_keeps_its_config_and_takes_the_weights(tmp_path):
     state = toy_state()
     write_packed(pack_state_dict(state), str(tmp_path / "w.pt.xz"))
     base = {name: torch.zeros_like(value) for name, value in state.items()}
-    torch.save({"model": base, "cfg": {"kept": True}, "last_optimizer_state": {"x": 1}}, tmp_path / "base.pt")
+    origin = {"model_dir": "/models/minilm", "model_type": "bert"}  # what the importer records
+    torch.save({"model": base, "cfg": {"kept": True}, "last_optimizer_state": {"x": 1},
+                "extra_state": {ORIGIN_KEY: origin}}, tmp_path / "base.pt")  # fmt: skip
     assert (
         pack_weights.main(
             ["unpack", str(tmp_path / "w.pt.xz"), str(tmp_path / "base.pt"), str(tmp_path / "o.pt")]
@@ -97,6 +102,12 @@ def test_unpack_onto_a_base_keeps_its_config_and_takes_the_weights(tmp_path):
     out = torch.load(tmp_path / "o.pt", weights_only=True)
     assert out["cfg"] == {"kept": True} and "last_optimizer_state" not in out
     assert (out["model"]["layer.weight"] - state["layer.weight"]).abs().max() < 0.05
+    # the origin stays and the packed file is added: an export's model card names both
+    assert out["extra_state"] == {ORIGIN_KEY: origin, PACKED_KEY: str(tmp_path / "w.pt.xz")}
+    assert _origin_text(out["extra_state"]) == (
+        f"/models/minilm (bert, converted by scripts/convert_hf_checkpoint.py), with the weights of "
+        f"{tmp_path / 'w.pt.xz'} (put in by scripts/pack_weights.py unpack)"
+    )
 
 
 def test_the_shipped_weights_fit_the_minilm_and_stay_under_25_mb():

@@ -175,6 +175,8 @@ SCENARIOS = [
     # ------------------------------------------------------------------ s2s-ft: finetune.sh and demos
     Scenario("examples/s2s_ft/finetune.sh", "defaults", ("{TMP}/data", "{TMP}/work"),
              {"CPU": "1", "MODEL_DIR": "{TMP}/hf"}, FINETUNE_FILES),
+    Scenario("examples/s2s_ft/finetune.sh", "continued", ("{TMP}/data", "{TMP}/work"),
+             {"CPU": "1", "MODEL_DIR": "{TMP}/hf", "START": "continued"}, FINETUNE_FILES),
     Scenario("examples/s2s_ft/finetune.sh", "overrides", ("{TMP}/data", "{TMP}/work", *EXTRA),
              {"CPU": "0", "PRETRAINED": "{TMP}/minilm/model.pt", "METHOD": "masked", "UPDATES": "40",
               "EVAL_ROUGE": "1", "MINUTES": "5", "INIT": "random", "CKPT": "last", "BATCH": "4",
@@ -234,9 +236,10 @@ SCENARIOS = [
              {"SPM": "{TMP}/spm.model", "LOWERCASE": "0"}, {"glue/x": "", **glue_raw("input0", "label")}),
     # ---------------------------------------------------------- ACLSum (pip install aclsum: a stand-in)
     Scenario("examples/aclsum/demo.sh", "", ("{TMP}/work",), {"CPU": "1", "MODEL_DIR": "{TMP}/hf"},
-             {**text_pairs("work/data", 100), **model_folder("work/start"), **finetune_outputs("work/run")}),
-    Scenario("examples/aclsum/demo.sh", "minilm", ("{TMP}/work", *EXTRA),
-             {"CPU": "1", "MODEL_DIR": "{TMP}/hf", "START": "minilm", "TEST_PAIRS": "3", "MAX_SRC": "128"},
+             {**text_pairs("work/data", 100), **model_folder("work/run/model"),
+              **finetune_outputs("work/run")}),
+    Scenario("examples/aclsum/demo.sh", "released", ("{TMP}/work", *EXTRA),
+             {"CPU": "1", "MODEL_DIR": "{TMP}/hf", "START": "released", "TEST_PAIRS": "3", "MAX_SRC": "128"},
              {**text_pairs("work/data", 100), **model_folder("work/run/model"),
               **finetune_outputs("work/run")}),
     Scenario("examples/aclsum/continue_pmlm.sh", "", ("{TMP}/work", *EXTRA),

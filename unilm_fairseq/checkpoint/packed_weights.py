@@ -21,6 +21,7 @@ import torch
 from torch import Tensor
 
 FORMAT = "int8-rows-v1"
+PACKED_KEY = "packed_weights"  # the extra_state entry of a checkpoint given packed weights: their file
 LEVELS = 127  # symmetric int8: -127 .. 127
 TINY_ROW = 1e-12  # an all-zero row keeps a non-zero scale
 

@@ -17,6 +17,7 @@ from fairseq.utils import safe_getattr
 from omegaconf import ListConfig
 
 from ..checkpoint.converted import ORIGIN_KEY
+from ..checkpoint.packed_weights import PACKED_KEY
 
 SCORES_FILE = "scores.json"  # scripts/rouge_table.py --json, copied beside the checkpoints by the recipes
 COMMANDS_FILE = "commands.sh"  # every command a recipe ran, in order, copied beside the checkpoints
@@ -148,12 +149,16 @@ def card_facts(
 
 
 def _origin_text(extra: dict) -> Optional[str]:
-    """The Hugging Face folder a converted checkpoint came from, as its ``extra_state`` records it."""
+    """The Hugging Face folder a converted checkpoint came from, and the packed weights put onto it if any, as
+    its ``extra_state`` records them."""
     origin = extra.get(ORIGIN_KEY)
     if not origin:
         return None
     source, kind = origin.get("model_dir"), origin.get("model_type")
-    return f"{source} ({kind}, converted by scripts/convert_hf_checkpoint.py)"
+    text = f"{source} ({kind}, converted by scripts/convert_hf_checkpoint.py)"
+    if extra.get(PACKED_KEY):
+        text += f", with the weights of {extra[PACKED_KEY]} (put in by scripts/pack_weights.py unpack)"
+    return text
 
 
 def _table(rows: List[List[object]], header: List[str]) -> List[str]:
