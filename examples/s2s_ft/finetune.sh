@@ -200,14 +200,16 @@ if stage_on convert; then
     fi
     echo "== convert $MODEL_DIR"
     run_step convert "$PYTHON" "$REPO/scripts/convert_hf_checkpoint.py" "$MODEL_DIR" "$MODEL" --overwrite
-    step_summary convert "converted "
     if [ "$START" = continued ] && [ "$INIT" = pretrained ]; then
       # the converted model brings the config, dictionary and architecture flags; the packed weights replace
-      # its own (START=released keeps them)
+      # its own, the LM head included (so the converter's note on a new LM head is left in its log)
+      step_summary convert "converted .* into "
       echo "== the MiniLM with continued PMLM pre-training (data/minilm-continued-ae.pt.xz; START=released:" \
         "MODEL_DIR's own weights)"
       run_step unpack "$PYTHON" "$REPO/scripts/pack_weights.py" unpack "$REPO/data/minilm-continued-ae.pt.xz" \
         "$MODEL/model.pt" "$MODEL/model.pt"
+    else
+      step_summary convert "converted "
     fi
   fi
 fi
