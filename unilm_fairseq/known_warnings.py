@@ -3,7 +3,9 @@
 fairseq 0.12 configures itself with Hydra 1.0's API, which Hydra 1.3 still runs but warns about at each
 call; its data iterators always ask the DataLoader for pinned memory, which a CPU-only torch declines with
 a warning; and its ``train_step``/``valid_step`` enter ``torch.cuda.amp.autocast``, a spelling torch 2.4
-deprecated. None of these is about the user's data, model or flags. Each one is silenced by its category,
+deprecated; and its ``MultiheadAttention`` (in PALM's decoder, fairseq's own) passes a float future mask
+beside a bool padding mask, which torch converts itself but warns about. None of these is about the user's
+data, model or flags. Each one is silenced by its category,
 its message and (where the location is stable) the module that raises it, so any other warning of the same
 libraries still shows. :func:`quiet_known_warnings` runs when fairseq loads the plugin (``--user-dir``),
 which happens before fairseq turns the command line into its Hydra config.
@@ -62,6 +64,13 @@ KNOWN_WARNINGS = (
         r"`torch\.cuda\.amp\.autocast\(args\.\.\.\)` is deprecated",
         r"fairseq\.",
         "fairseq 0.12's train_step and valid_step use the old autocast spelling",
+    ),
+    KnownWarning(
+        UserWarning,
+        r"Support for mismatched key_padding_mask and attn_mask is deprecated",
+        r"torch\.nn\.functional",
+        "fairseq 0.12's decoder self-attention gives a float future mask and a bool padding mask; torch "
+        "turns the padding mask into the float one's type, so the attention is the same",
     ),
 )
 

@@ -50,6 +50,11 @@ RAISED = {
         "Please use `torch.amp.autocast('cuda', args...)` instead.",
         "fairseq.trainer",
     ),
+    r"Support for mismatched key_padding_mask and attn_mask is deprecated": (
+        "Support for mismatched key_padding_mask and attn_mask is deprecated. "
+        "Use same type for both instead.",
+        "torch.nn.functional",
+    ),
 }
 
 
@@ -99,6 +104,12 @@ with warnings.catch_warnings(record=True) as caught:
     convert_namespace_to_omegaconf(args)
     if not torch.cuda.is_available():
         list(torch.utils.data.DataLoader([1, 2], pin_memory=True))
+    # fairseq's decoder self-attention (PALM's decoder): a float future mask beside a bool padding mask
+    from fairseq.modules import MultiheadAttention
+    x = torch.randn(3, 2, 8)
+    future = torch.triu(torch.full((3, 3), float("-inf")), 1)
+    padding = torch.tensor([[False, False, False], [False, False, True]])
+    MultiheadAttention(8, 2, self_attention=True)(x, x, x, key_padding_mask=padding, attn_mask=future)
 print(json.dumps([f"{w.category.__name__}: {str(w.message).strip()}" for w in caught]))
 """
 
@@ -122,5 +133,6 @@ def test_without_the_filters_the_same_steps_do_warn():
     raised = probe("0")
     assert any("version_base" in w for w in raised), raised
     assert any("no longer experimental" in w for w in raised), raised
+    assert any("mismatched key_padding_mask" in w for w in raised), raised
     if not __import__("torch").cuda.is_available():
         assert any("pin_memory" in w for w in raised), raised
