@@ -211,3 +211,27 @@ def test_too_few_rows_to_split_is_an_error(tmp_path):
         result.returncode == 2
         and "TEST_FRACTION=1.5 must be a number at least 0 and below 1" in result.stderr
     )
+
+
+def test_the_default_start_is_the_continued_minilm_and_released_keeps_its_own_weights(tmp_path):
+    """Without MODEL_DIR and PRETRAINED the convert stage puts the shipped continued weights onto the
+    converted MiniLM (the main job's start); START=released keeps the MiniLM's own; the two differ."""
+    import torch
+
+    from unilm_fairseq.checkpoint.packed_weights import PACKED_KEY
+
+    data = write_pairs(tmp_path / "data")
+    weights = {}
+    for start in ("", "released"):
+        work = tmp_path / f"work-{start or 'default'}"
+        env = {"STAGES": "convert", **({"START": start} if start else {})}
+        env = {k: v for k, v in {**os.environ, **env}.items() if k not in ("MODEL_DIR", "PRETRAINED")}
+        result = subprocess.run(["bash", FINETUNE, str(data), str(work)], capture_output=True, text=True,
+                                env={**env, "CPU": "1"}, timeout=300)  # fmt: skip
+        assert result.returncode == 0, result.stderr[-2000:]
+        unpacked = "== the MiniLM with continued PMLM pre-training" in result.stdout
+        assert unpacked == (not start), result.stdout
+        state = torch.load(work / "model" / "model.pt", map_location="cpu", weights_only=True)
+        assert (PACKED_KEY in state["extra_state"]) == (not start)
+        weights[start] = state["model"]["transformer.layers.0.self_attn.q_proj.weight"]
+    assert not torch.allclose(weights[""], weights["released"], atol=1e-3)
