@@ -23,8 +23,8 @@
 # environment variable of a setting's name overrides it:
 #   METHOD      s2s-ft method: pseudo_masked | masked | causal
 #   UPDATES     training updates; the learning rate decays linearly to 0 over them (Table 7's schedule).
-#               The main job takes 520 s with the default on 2 idle cores; 400 updates scored a little
-#               higher in about 13 minutes (docs/results.md, the budget curve)
+#               The main job takes 520 s with the default on 2 idle cores; from the released MiniLM 400
+#               updates scored a little higher, from the continued start not (docs/results.md, the budget curve)
 #   BATCH       pairs per update     LR  peak learning rate     WARMUP  warm-up updates
 #   MAX_SRC     source positions, [SOS]/[EOS] included (longer sources are cut)
 #   MAX_TGT     target positions, [EOS] included (decoding takes both limits too)
