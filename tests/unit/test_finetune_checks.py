@@ -6,8 +6,10 @@ import subprocess
 import sys
 
 import pytest
+import torch
 
 from tests.helpers.cli import REPO
+from unilm_fairseq.checkpoint.packed_weights import PACKED_KEY
 
 sys.path.insert(0, os.path.join(REPO, "scripts"))
 import check_pairs  # noqa: E402
@@ -55,13 +57,14 @@ def test_check_pairs_accepts_good_files_and_names_missing_ones(tmp_path):
     assert check_pairs.check_pairs(str(data)) == [f"{data / 'valid.tgt'}: no such file"]
 
 
-def finetune(data, work, **env):
+def finetune(data, work, timeout=120, **env):
+    """finetune.sh DATA WORK with ``env`` over this environment (CPU=1); a None value unsets a variable."""
     return subprocess.run(
         ["bash", FINETUNE, str(data), str(work)],
         capture_output=True,
         text=True,
-        env={**os.environ, "CPU": "1", **env},
-        timeout=120,
+        env={k: v for k, v in {**os.environ, "CPU": "1", **env}.items() if v is not None},
+        timeout=timeout,
     )
 
 
@@ -216,18 +219,12 @@ def test_too_few_rows_to_split_is_an_error(tmp_path):
 def test_the_default_start_is_the_continued_minilm_and_released_keeps_its_own_weights(tmp_path):
     """Without MODEL_DIR and PRETRAINED the convert stage puts the shipped continued weights onto the
     converted MiniLM (the main job's start); START=released keeps the MiniLM's own; the two differ."""
-    import torch
-
-    from unilm_fairseq.checkpoint.packed_weights import PACKED_KEY
-
     data = write_pairs(tmp_path / "data")
     weights = {}
     for start in ("", "released"):
         work = tmp_path / f"work-{start or 'default'}"
-        env = {"STAGES": "convert", **({"START": start} if start else {})}
-        env = {k: v for k, v in {**os.environ, **env}.items() if k not in ("MODEL_DIR", "PRETRAINED")}
-        result = subprocess.run(["bash", FINETUNE, str(data), str(work)], capture_output=True, text=True,
-                                env={**env, "CPU": "1"}, timeout=300)  # fmt: skip
+        result = finetune(data, work, timeout=300, STAGES="convert", START=start or None, MODEL_DIR=None,
+                          PRETRAINED=None)  # fmt: skip
         assert result.returncode == 0, result.stderr[-2000:]
         unpacked = "== the MiniLM with continued PMLM pre-training" in result.stdout
         assert unpacked == (not start), result.stdout
