@@ -40,6 +40,8 @@ def scan(path: str) -> Tuple[int, List[str]]:
                     f"{path}:{number}: not UTF-8 (byte {raw[error.start]:#04x} at column {error.start + 1})"
                 )
                 continue
+            if number == 1:  # a byte-order mark is not text (the readers drop it: encoders/text_lines.py)
+                text = text.removeprefix("\ufeff")
             if not text.strip():
                 blank += 1
                 first_blank = first_blank or number

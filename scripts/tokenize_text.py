@@ -31,6 +31,7 @@ from fairseq.dataclass.utils import gen_parser_from_dataclass
 from fairseq.registry import REGISTRIES
 
 import unilm_fairseq  # noqa: F401  (registers --bpe wordpiece)
+from unilm_fairseq.encoders.text_lines import decoded_lines
 
 logger = logging.getLogger("tokenize_text")
 
@@ -114,19 +115,6 @@ def _open(path: str, mode: str, stack: contextlib.ExitStack):
         return stack.enter_context(open(path, "rb"))
     # newline="\n": a stray carriage return is whitespace inside a line, not a line break
     return stack.enter_context(open(path, mode, encoding="utf-8", newline="\n"))
-
-
-def decoded_lines(reader, source: str):
-    """The lines of a binary reader as text, without their line ends; invalid UTF-8 is an error naming the
-    file, the line and the byte (before a worker sees it, so nothing half-written is left unexplained)."""
-    for number, raw in enumerate(reader, 1):
-        try:
-            text = raw.decode("utf-8")
-        except UnicodeDecodeError as error:
-            raise ValueError(
-                f"{source}:{number}: not UTF-8 (byte {raw[error.start]:#04x} at column {error.start + 1})"
-            ) from None
-        yield text.rstrip("\r\n")
 
 
 def tokenize_file(source: str, destination: str, pool: Optional[multiprocessing.pool.Pool]) -> None:

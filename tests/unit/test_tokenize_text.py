@@ -186,3 +186,19 @@ def test_an_encoder_that_cannot_be_built_is_one_error_line(tmp_path, capsys, bpe
         load_script().main(argv)
     assert str(stop.value.code).startswith("error: ") and message in str(stop.value.code), stop.value.code
     assert "\n" not in str(stop.value.code) and not (tmp_path / "out").exists()
+
+
+def test_a_byte_order_mark_is_not_tokenized(tmp_path):
+    """Windows editors start a UTF-8 file with U+FEFF; it must not become part of the first line's tokens."""
+    text = "Emma smiled.\r\nHe left.\r\n"
+    plain, marked = tmp_path / "plain.src", tmp_path / "marked.src"
+    plain.write_bytes(text.encode("utf-8"))
+    marked.write_bytes(b"\xef\xbb\xbf" + text.encode("utf-8"))
+    outputs = [tmp_path / "plain.tok", tmp_path / "marked.tok"]
+    load_script().main(["--bpe", "characters", "--inputs", str(plain), str(marked),
+                        "--outputs", *map(str, outputs)])  # fmt: skip
+    assert (
+        read_lines(outputs[0])
+        == read_lines(outputs[1])
+        == ["E m m a \u2581 s m i l e d .", "H e \u2581 l e f t ."]
+    )

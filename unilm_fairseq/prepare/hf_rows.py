@@ -26,6 +26,7 @@ import os
 from collections import Counter
 from typing import Any, Dict, Iterator, List, NamedTuple, Optional, Sequence, Tuple
 
+from ..encoders.text_lines import UTF8_BOM, decode_line
 from .seq2seq_release_formats import GIGAWORD_UNK, SPLIT_ALIASES, Pair, normalize, replace_words, squad_pair
 
 logger = logging.getLogger(__name__)
@@ -77,7 +78,7 @@ def row_files(directory: str, split: str) -> Optional[List[str]]:
 
 def holds_rows(path: str) -> bool:
     """Whether a ``.json`` file holds rows: JSON lines, or one array (a SQuAD document is one object)."""
-    with open(path, encoding="utf-8", errors="replace") as f:
+    with open(path, encoding="utf-8-sig", errors="replace") as f:
         for line in f:
             if line.strip():
                 head = line.lstrip()
@@ -107,6 +108,8 @@ def iter_rows(path: str, fields: Sequence[str] = ()) -> Iterator[Tuple[int, Any]
         yield from _parquet_rows(path, fields)
         return
     with open(path, "rb") as f:
+        if f.read(len(UTF8_BOM)) != UTF8_BOM:  # a byte-order mark is not text: encoders/text_lines.py
+            f.seek(0)
         first = f.read(1)
         while first.isspace():
             first = f.read(1)
@@ -124,8 +127,8 @@ def iter_rows(path: str, fields: Sequence[str] = ()) -> Iterator[Tuple[int, Any]
             if not raw.strip():
                 continue
             try:
-                yield number, json.loads(raw.decode("utf-8"))
-            except (UnicodeDecodeError, json.JSONDecodeError):
+                yield number, json.loads(decode_line(raw, number, path))
+            except ValueError:  # not UTF-8, or not JSON (json.JSONDecodeError is a ValueError)
                 yield number, None
 
 

@@ -71,8 +71,9 @@ def find_split_files(directory: str, split: str, patterns: Sequence[Tuple[str, .
 
 
 def _read_text(path: str) -> str:
+    """A UTF-8 file's text; ``utf-8-sig`` drops a byte-order mark at its start, which is not text."""
     try:
-        with open(path, encoding="utf-8") as f:
+        with open(path, encoding="utf-8-sig") as f:
             return f.read()
     except UnicodeDecodeError as err:
         raise ValueError(f"{path}: not UTF-8 text ({err})") from err

@@ -17,6 +17,7 @@ import re
 import sys
 from typing import Dict, List, Optional, Sequence, Tuple
 
+from ..encoders.text_lines import decoded_lines
 from ..encoders.wordpiece_tokenizer import detokenize_wordpiece
 from .pairs import check_pairs
 
@@ -175,17 +176,10 @@ GENERATE_LINE = re.compile(r"^([HDT])-(\d+)\t(.*)$")
 
 
 def read_lines(path: str) -> List[str]:
-    """The lines of a UTF-8 text file; a line that is not UTF-8 is a ``ValueError`` naming file and line."""
-    lines = []
+    """The lines of a UTF-8 text file (a byte-order mark dropped); a line that is not UTF-8 is a
+    ``ValueError`` naming file and line."""
     with open(path, "rb") as f:
-        for number, raw in enumerate(f, 1):
-            try:
-                lines.append(raw.decode("utf-8").rstrip("\r\n"))
-            except UnicodeDecodeError as error:
-                raise ValueError(
-                    f"{path}:{number}: not UTF-8 (byte {raw[error.start]:#04x} at column {error.start + 1})"
-                ) from None
-    return lines
+        return list(decoded_lines(f, path))
 
 
 def parse_generate_output(lines: List[str]) -> Tuple[List[str], List[str]]:
