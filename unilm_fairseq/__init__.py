@@ -7,21 +7,25 @@ also allow-lists the classes fairseq checkpoints pickle, so the safe
 ``weights_only`` loader stays on, and silences the few warnings fairseq 0.12
 raises through Hydra and torch on every command (``known_warnings.py`` lists
 each one and why), and stops fairseq's batch prefetching thread at exit, so a
-run that ends inside an epoch does not abort in teardown (``clean_exit.py``).
+run that ends inside an epoch does not abort in teardown (``clean_exit.py``),
+and keeps the program's logging set-up as it was (``import_logging.py``).
 :class:`UniLMHubInterface` (also named ``UniLMModel``) and :class:`PALMHubInterface`
 are the Python APIs (``UniLMModel.from_pretrained(...).generate(...)``).
 """
 
-from .checkpoint.safe_loading import allow_fairseq_checkpoints
-from .clean_exit import stop_batch_prefetching_at_exit
-from .known_warnings import quiet_known_warnings
+from .import_logging import root_logger_kept
 
-allow_fairseq_checkpoints()
-quiet_known_warnings()
-stop_batch_prefetching_at_exit()
+with root_logger_kept():  # fairseq 0.12 configures the root logger when imported (import_logging.py)
+    from .checkpoint.safe_loading import allow_fairseq_checkpoints
+    from .clean_exit import stop_batch_prefetching_at_exit
+    from .known_warnings import quiet_known_warnings
 
-from . import criterions, encoders, models, scoring, tasks  # noqa: E402,F401  (registration)
-from .hub import PALMHubInterface, UniLMHubInterface, UniLMModel  # noqa: E402  (the Python APIs)
+    allow_fairseq_checkpoints()
+    quiet_known_warnings()
+    stop_batch_prefetching_at_exit()
+
+    from . import criterions, encoders, models, scoring, tasks  # noqa: F401  (registration)
+    from .hub import PALMHubInterface, UniLMHubInterface, UniLMModel  # the Python APIs
 
 __all__ = ["PALMHubInterface", "UniLMHubInterface", "UniLMModel"]
 

@@ -255,3 +255,19 @@ def test_api_bad_requests_are_value_errors(unilm, call, message):
 
 def test_api_empty_requests_give_empty_answers(unilm):
     assert unilm.generate([]) == [] and unilm.score([], []) == []
+
+
+def test_a_program_using_the_api_prints_its_results_only(trained):
+    """A script that loads and generates, with no logging set-up of its own, prints nothing else: fairseq
+    0.12's import configures the root logger at DEBUG, which the plugin undoes (import_logging.py)."""
+    program = (
+        "from unilm_fairseq import UniLMModel\n"
+        f"model = UniLMModel.from_pretrained({str(trained / 'ckpt')!r}, "
+        f"checkpoint_file='checkpoint_last.pt', data_name_or_path={str(trained / 'bin')!r}, "
+        "bpe='wordpiece')\n"
+        f"for line in model.generate({RAW_INPUTS[:2]!r}):\n"
+        "    print(line)\n"
+    )
+    proc = run_cli(["python", "-c", program])
+    assert len(proc.stdout.splitlines()) == 2
+    assert proc.stderr == ""

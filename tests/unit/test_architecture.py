@@ -10,7 +10,7 @@ from ..helpers.cli import REPO
 
 PACKAGE = os.path.join(REPO, "unilm_fairseq")
 DOC = os.path.join(REPO, "docs", "architecture.md")
-FOUNDATIONS = {"masks", "known_warnings", "clean_exit", "modules", "encoders"}
+FOUNDATIONS = {"masks", "known_warnings", "clean_exit", "import_logging", "modules", "encoders"}
 # the one import up the table's rows, as the doc says: the models use the checkpoint code's upgrade rule
 UPWARD = {("models", "checkpoint")}
 
