@@ -9,7 +9,8 @@ argument and generates from text with the settings the test set was decoded with
 Copies the binarized data's ``dict.src.txt`` and ``dict.tgt.txt`` and the tokenizer's file (as
 ``vocab.txt`` for WordPiece, ``spm.model`` for sentencepiece) into FOLDER, and writes ``generation.json``:
 the checkpoint to load, the tokenizer and the decoding settings (``unilm_fairseq/hub/base.py`` reads
-it). The recipes run this after their generate stage.
+it). The recipes run this after their generate stage; ``scripts/generate_text.py FOLDER --input FILE`` then
+generates for a file of new sources.
 """
 
 import argparse
@@ -71,9 +72,14 @@ def main(argv=None) -> int:
     with open(os.path.join(args.folder, "generation.json"), "w", encoding="utf-8") as f:
         json.dump(settings, f)
         f.write("\n")
+    generate_text = os.path.relpath(
+        os.path.join(os.path.dirname(os.path.abspath(__file__)), "generate_text.py")
+    )
+    print(f"== model folder: {args.folder} (dictionaries, tokenizer, generation.json)")
+    print(f"   new sources, one a line: python {generate_text} {args.folder} --input FILE")
     print(
-        f"== model folder: {args.folder} (dictionaries, tokenizer, generation.json): "
-        f'from_pretrained("{args.folder}").generate("text") of UniLMModel (s2s-ft) or PALMHubInterface'
+        f'   in Python: from_pretrained("{args.folder}").generate("text") of UniLMModel (s2s-ft) or '
+        "PALMHubInterface"
     )
     return 0
 

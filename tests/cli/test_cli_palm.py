@@ -1,15 +1,17 @@
 """PALM end to end through the real tools: preprocess -> train -> generate -> ROUGE, interactive, the Python
 API, --pretrained-checkpoint, and the pointer against --no-copy on a copy-heavy task."""
 
+import os
 import random
 import re
+import shutil
 
 import pytest
 
 from unilm_fairseq import PALMHubInterface
 from unilm_fairseq.models.palm import PALMModel
 
-from ..helpers.cli import preprocess, run_cli
+from ..helpers.cli import REPO, preprocess, run_cli
 
 pytestmark = pytest.mark.slow
 
@@ -134,3 +136,22 @@ def test_pretrained_checkpoint_initialises_fine_tuning(rare_bin, trained):
     assert "initialised from" in log
     accuracy = float(VALID.findall(log)[-1][1])
     assert accuracy > 90  # the copy model's weights, not a fresh model's
+
+
+def test_generate_text_script_loads_a_palm_folder(rare_bin, trained, tmp_path):
+    """scripts/generate_text.py on a PALM model folder: PALMHubInterface's outputs, a line per input line."""
+    folder = tmp_path / "folder"
+    folder.mkdir()
+    shutil.copyfile(rare_bin / "ckpt-copy" / "checkpoint_last.pt", folder / "checkpoint_last.pt")
+    run_cli(["python", os.path.join(REPO, "scripts", "write_model_folder.py"), str(folder), "--dicts",
+             str(rare_bin / "bin"), "--checkpoint", "checkpoint_last.pt", "--bpe", "none", "--beam", "4",
+             "--lenpen", "0.9", "--min-len", "3", "--max-len-b", "16",
+             "--no-repeat-ngram-size", "3"])  # fmt: skip
+    sources = (rare_bin / "test.src").read_text().splitlines()[:3]
+    (tmp_path / "in.txt").write_text(sources[0] + "\n\n" + "\n".join(sources[1:]) + "\n")
+    run_cli(["python", os.path.join(REPO, "scripts", "generate_text.py"), str(folder), "--input",
+             str(tmp_path / "in.txt"), "--output", str(tmp_path / "out.txt"), "--cpu"])  # fmt: skip
+    palm = PALMHubInterface.from_pretrained(str(folder))
+    expected = palm.generate(sources)
+    assert len(set(expected)) == 3 and all(expected)
+    assert (tmp_path / "out.txt").read_text().split("\n") == [expected[0], "", *expected[1:], ""]

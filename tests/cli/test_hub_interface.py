@@ -5,8 +5,10 @@ with a vocab.txt of those words, so raw text is lowercased on the way in).
 """
 
 import argparse
+import os
 import random
 import re
+import shutil
 
 import pytest
 import torch
@@ -17,7 +19,7 @@ from unilm_fairseq.encoders.wordpiece import SPECIAL_TOKENS
 from unilm_fairseq.hub.base import _local_bpe_files
 from unilm_fairseq.models.unilmv2 import UniLMv2Model
 
-from ..helpers.cli import preprocess, run_cli
+from ..helpers.cli import REPO, preprocess, run_cli
 
 pytestmark = pytest.mark.slow
 
@@ -271,3 +273,29 @@ def test_a_program_using_the_api_prints_its_results_only(trained):
     proc = run_cli(["python", "-c", program])
     assert len(proc.stdout.splitlines()) == 2
     assert proc.stderr == ""
+
+
+def test_generate_text_script_on_a_model_folder(trained, unilm, tmp_path):
+    """scripts/generate_text.py: the API's outputs for a file of sources read from standard input, a line per
+    input line (a blank line gets an empty one), generation.json's settings unless an option overrides one,
+    from an input written as Windows editors write it (a byte-order mark, \\r\\n line ends)."""
+    folder = tmp_path / "folder"
+    folder.mkdir()
+    shutil.copyfile(trained / "ckpt" / "checkpoint_last.pt", folder / "checkpoint_last.pt")
+    run_cli(["python", os.path.join(REPO, "scripts", "write_model_folder.py"), str(folder), "--dicts",
+             str(trained / "bin"), "--checkpoint", "checkpoint_last.pt", "--bpe", "wordpiece", "--bpe-file",
+             str(trained / "ckpt" / "vocab.txt"), "--beam", "4", "--lenpen", "1.0", "--min-len", "1",
+             "--max-len-b", "16", "--no-repeat-ngram-size", "0"])  # fmt: skip
+    sources = RAW_INPUTS[:4]
+    stdin = "\ufeff" + sources[0] + "\r\n\r\n" + "\r\n".join(sources[1:]) + "\r\n"
+    script = os.path.join(REPO, "scripts", "generate_text.py")
+    proc = run_cli(["python", script, str(folder), "--input", "-", "--beam", "2", "--batch-size", "2",
+                    "--chunk-lines", "3", "--cpu"], input_text=stdin)  # fmt: skip
+    expected = unilm.generate(sources, beam=2)
+    assert len(set(expected)) == 4
+    assert proc.stdout.split("\n") == [expected[0], "", *expected[1:], ""]
+    assert "1 blank input lines" in proc.stderr and "generated 3 of 4 sources" in proc.stderr
+
+    bad = run_cli(["python", script, str(tmp_path / "nowhere"), "a text"], check=False)
+    assert bad.returncode == 1 and "error: model directory not found" in bad.stderr
+    assert "Traceback" not in bad.stderr

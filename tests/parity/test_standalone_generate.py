@@ -224,7 +224,9 @@ def test_runs_without_the_project(built, tmp_path):
     flags += ["--no-repeat-ngram-exempt", *CLI_EXEMPT]
     env = {"PATH": os.environ.get("PATH", ""), "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
     env.update(OMP_NUM_THREADS="1", HOME=str(tmp_path))
-    (tmp_path / "sources.txt").write_text("".join(text + "\n" for text in TEXTS[2:]), encoding="utf-8")
+    # written as Windows editors write it: a byte-order mark and \r\n line ends
+    sources = "\ufeff" + "".join(text + "\r\n" for text in TEXTS[2:])
+    (tmp_path / "sources.txt").write_bytes(sources.encode("utf-8"))
     flags += ["--input", "sources.txt"]  # after the texts given as arguments
     command = [sys.executable, "-I", "-c", BLOCKER, str(script), parts["model_dir"], *TEXTS[:2], *flags]
     done = subprocess.run(command, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)

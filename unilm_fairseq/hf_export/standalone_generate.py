@@ -248,7 +248,8 @@ def main(argv=None) -> None:
     args = parser.parse_args(argv)
     texts = list(args.texts)
     if args.input:
-        with open(args.input, encoding="utf-8") as f:
+        # utf-8-sig: a byte-order mark at the start is not text; newline="\n": a lone \r stays in its line
+        with open(args.input, encoding="utf-8-sig", newline="\n") as f:
             texts += [line.rstrip("\r\n") for line in f]
     if not texts:
         parser.error("give source texts or --input FILE")
