@@ -44,8 +44,14 @@ run_train_step() {
   fi
 }
 
+# a logging prefix, as fairseq's and the scripts' formats write it: "2026-11-28 20:34:53,942 | INFO | name | " or
+# "INFO:name:" (fairseq's commands that import fairseq before they configure logging)
+LOG_PREFIX='^([0-9-]+ [0-9:,]+ \| )?[A-Z]+( \||:)[^|:]*(\||:) ?'
+: "${HEARTBEAT_S:=30}"  # seconds between the console's lines from a quiet step's log
+
 # run_logged LOG OUT COMMAND...: show COMMAND (with "> OUT" when OUT is given), run it with its output in LOG
-# (its standard output in OUT when given), printing LOG's last line every 30 s; on failure, the end of LOG
+# (its standard output in OUT when given), printing LOG's last line, without its logging prefix, every
+# HEARTBEAT_S seconds; on failure, the end of LOG
 run_logged() {
   local log=$1 out=$2 start=$SECONDS heartbeat status=0
   shift 2
@@ -54,10 +60,10 @@ run_logged() {
   (
     trap 'kill "$nap" 2>/dev/null; exit 0' TERM  # its sleep goes too: nothing keeps the console's pipe open
     while :; do
-      sleep 30 &
+      sleep "$HEARTBEAT_S" &
       nap=$!
       wait "$nap"
-      echo "   ... $(( SECONDS - start )) s: $(tail -n 1 "$log" 2>/dev/null | cut -c1-140)"
+      echo "   ... $(( SECONDS - start )) s: $(tail -n 1 "$log" 2>/dev/null | sed -E "s/$LOG_PREFIX//; s/^: +//" | cut -c1-140)"
     done
   ) &
   heartbeat=$!
@@ -75,7 +81,7 @@ run_logged() {
 # logging prefix (without QUIET_LOGS the console showed them already)
 step_summary() {
   if [ -z "${QUIET_LOGS:-}" ]; then return; fi
-  grep -E "$2" "$QUIET_LOGS/$1.log" | sed -E 's/^([0-9-]+ [0-9:,]+ \| )?[A-Z]+( \||:)[^|:]*(\||:) ?/   /' || true
+  grep -E "$2" "$QUIET_LOGS/$1.log" | sed -E "s/$LOG_PREFIX/   /" || true
 }
 
 # stage_on NAME: NAME is one of the comma-separated STAGES

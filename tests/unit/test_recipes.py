@@ -944,3 +944,22 @@ def test_no_script_hides_lines_of_fairseq_output():
         or (re.search(r"\|\s*\{?\s*grep\s+--line-buffered", line) and not re.search(r"\btee\b", line))
     ]
     assert scripts and not hiding, hiding
+
+
+def test_a_quiet_steps_console_lines_drop_the_logging_prefix(tmp_path):
+    """run_step with QUIET_LOGS: the heartbeat shows the log's last line and step_summary its summary lines,
+    each without the logging prefix (fairseq's commands write "INFO:name:" or "date | INFO | name | ")."""
+    step = (
+        "echo '2026-11-28 21:01:08 | INFO | fairseq_cli.generate | 300 sentences written' >&2; "
+        "echo 'INFO:fairseq.logging.progress_bar::      3 / 11 wps=181' >&2; sleep 3"
+    )
+    script = (
+        f". examples/common/seq2seq_stages.sh; QUIET_LOGS={tmp_path}; HEARTBEAT_S=1; "
+        f'run_step demo bash -c "$1"; step_summary demo "sentences written"'
+    )
+    proc = subprocess.run(["bash", "-c", script, "script", step], cwd=REPO, env=clean_environment(),
+                          capture_output=True, text=True, timeout=60)  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    beats = [line for line in proc.stdout.splitlines() if line.startswith("   ... ")]
+    assert beats and all(re.fullmatch(r"   \.\.\. \d+ s: 3 / 11 wps=181", b) for b in beats)
+    assert proc.stdout.splitlines()[-1] == "   300 sentences written"
