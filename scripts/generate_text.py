@@ -20,7 +20,7 @@ import sys
 import time
 from typing import List
 
-from unilm_fairseq.encoders.text_lines import decoded_lines
+from unilm_fairseq.encoders.text_lines import decoded_lines, read_lines
 
 logger = logging.getLogger("generate_text")
 
@@ -84,14 +84,15 @@ def read_sources(args) -> List[str]:
         return list(args.texts)
     if args.input == "-":
         return list(decoded_lines(sys.stdin.buffer, "<stdin>"))
-    with open(args.input, "rb") as f:
-        return list(decoded_lines(f, args.input))
+    return read_lines(args.input)
 
 
 def generate_lines(hub, sources: List[str], settings, batch_size: int, chunk_lines: int) -> List[str]:
     """One output per source, in order; a blank source gets ``""`` without being decoded."""
     outputs = [""] * len(sources)
     todo = [i for i, text in enumerate(sources) if text.strip()]
+    if len(todo) < len(sources):
+        logger.info("%d blank input lines: empty outputs, not decoded", len(sources) - len(todo))
     start = time.monotonic()
     for begin in range(0, len(todo), chunk_lines):
         chunk = todo[begin : begin + chunk_lines]
@@ -118,9 +119,6 @@ def main(argv=None) -> int:
         print(f"error: {error}", file=sys.stderr)
         return 1
     settings = {name: getattr(args, name) for name in DECODING_OPTIONS if getattr(args, name) is not None}
-    blank = sum(1 for text in sources if not text.strip())
-    if blank:
-        logger.info("%d blank input lines: empty outputs, not decoded", blank)
     try:
         outputs = generate_lines(hub, sources, settings, args.batch_size, args.chunk_lines)
     except ValueError as error:  # a setting the search cannot honour (e.g. --min-len beyond the positions)

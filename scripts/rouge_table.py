@@ -25,12 +25,12 @@ import re
 import sys
 from typing import Dict, List, Tuple
 
+from unilm_fairseq.encoders.text_lines import read_lines
 from unilm_fairseq.scoring.metrics import (
     DETOKENIZERS,
     GENERATE_LINE,
     ROUGE_BACKENDS,
     detokenize,
-    read_lines,
     rouge_scores,
 )
 from unilm_fairseq.scoring.perl_rouge import PerlRougeUnavailableError, check_perl_rouge

@@ -21,6 +21,7 @@ import os
 import sys
 from typing import Dict, List, Tuple
 
+from unilm_fairseq.encoders.text_lines import read_lines
 from unilm_fairseq.scoring.metrics import (
     DETOKENIZERS,
     ROUGE_BACKENDS,
@@ -31,7 +32,6 @@ from unilm_fairseq.scoring.metrics import (
     detokenize,
     meteor,
     parse_generate_output,
-    read_lines,
     rouge_scores,
 )
 from unilm_fairseq.scoring.perl_rouge import (

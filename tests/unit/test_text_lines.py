@@ -5,10 +5,9 @@ import os
 
 import pytest
 
-from unilm_fairseq.encoders.text_lines import UTF8_BOM, decode_line, decoded_lines
+from unilm_fairseq.encoders.text_lines import UTF8_BOM, decode_line, decoded_lines, read_lines
 from unilm_fairseq.prepare import hf_rows as rows
 from unilm_fairseq.prepare.seq2seq_release_formats import read_line_pairs
-from unilm_fairseq.scoring.metrics import read_lines
 
 from ..helpers.cli import REPO, run_cli
 

@@ -6,7 +6,7 @@ one) is dropped: it is not text, and left in place it would become part of the f
 the first JSON line unreadable.
 """
 
-from typing import Iterable, Iterator
+from typing import Iterable, Iterator, List
 
 UTF8_BOM = b"\xef\xbb\xbf"
 
@@ -32,3 +32,9 @@ def decoded_lines(reader: Iterable[bytes], source: str) -> Iterator[str]:
     """The lines of a binary reader (a file opened with ``"rb"``) as text; see ``decode_line``."""
     for number, raw in enumerate(reader, 1):
         yield decode_line(raw, number, source)
+
+
+def read_lines(path: str) -> List[str]:
+    """The lines of a UTF-8 text file; see ``decode_line``."""
+    with open(path, "rb") as f:
+        return list(decoded_lines(f, path))

@@ -17,7 +17,6 @@ import re
 import sys
 from typing import Dict, List, Optional, Sequence, Tuple
 
-from ..encoders.text_lines import decoded_lines
 from ..encoders.wordpiece_tokenizer import detokenize_wordpiece
 from .pairs import check_pairs
 
@@ -173,13 +172,6 @@ def meteor(hyps: Sequence[str], refs: Sequence[str], wordnet=None) -> float:
 
 
 GENERATE_LINE = re.compile(r"^([HDT])-(\d+)\t(.*)$")
-
-
-def read_lines(path: str) -> List[str]:
-    """The lines of a UTF-8 text file (a byte-order mark dropped); a line that is not UTF-8 is a
-    ``ValueError`` naming file and line."""
-    with open(path, "rb") as f:
-        return list(decoded_lines(f, path))
 
 
 def parse_generate_output(lines: List[str]) -> Tuple[List[str], List[str]]:
