@@ -7,7 +7,7 @@ from fairseq.criterions import FairseqCriterion, register_criterion
 from fairseq.dataclass import FairseqDataclass
 
 from ..losses import token_losses
-from .reduce import log_base2, summed_number
+from .reduce import log_base2, log_perplexity, summed_number
 
 
 @dataclass
@@ -79,7 +79,7 @@ class AEPARCriterion(FairseqCriterion):
         predicted = total("ae_tokens") + total("par_tokens")
         log_base2("loss", total("loss"), sample_size)
         log_base2("nll_loss", total("nll_loss"), predicted)
-        metrics.log_derived("ppl", lambda meters: 2 ** meters["nll_loss"].avg)
+        log_perplexity("ppl", "nll_loss")
         for name in ("ae", "par"):
             count = total(f"{name}_tokens")
             if count:

@@ -2,12 +2,11 @@
 
 from dataclasses import dataclass, field
 
-from fairseq import metrics
 from fairseq.criterions import FairseqCriterion, register_criterion
 from fairseq.dataclass import FairseqDataclass
 
 from ..losses import sequence_token_losses, token_losses, weighted_joint_loss
-from .reduce import log_base2, summed
+from .reduce import log_base2, log_perplexity, summed
 
 
 def masked_token_count(sample) -> int:
@@ -92,11 +91,11 @@ class PALMCriterion(FairseqCriterion):
         mlm_tokens, lm_tokens = total("mlm_tokens"), total("lm_tokens")
         if any("mlm_loss" in log for log in logging_outputs):
             log_base2("mlm_loss", total("mlm_loss"), mlm_tokens)
-            metrics.log_derived("mlm_ppl", lambda meters: 2 ** meters["mlm_loss"].avg)
+            log_perplexity("mlm_ppl", "mlm_loss")
         if lm_tokens:
             log_base2("lm_loss", total("lm_loss"), lm_tokens)
             log_base2("nll_loss", total("nll_loss"), lm_tokens)
-            metrics.log_derived("ppl", lambda meters: 2 ** meters["nll_loss"].avg)
+            log_perplexity("ppl", "nll_loss")
 
     @staticmethod
     def logging_outputs_can_be_summed() -> bool:

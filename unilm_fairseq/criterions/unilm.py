@@ -9,7 +9,7 @@ from fairseq.dataclass import FairseqDataclass
 
 from ..data.pretraining.unilm_objectives import NO_NSP, OBJECTIVE_NAMES
 from ..losses import grouped_sums, sentence_losses, token_losses
-from .reduce import log_base2, summed, summed_number
+from .reduce import log_base2, log_perplexity, summed, summed_number
 
 
 def nsp_scale(sample_size: int, nsp_count: torch.Tensor) -> torch.Tensor:
@@ -90,7 +90,7 @@ class UniLMCriterion(FairseqCriterion):
         sample_size = total("sample_size")
         log_base2("loss", total("loss"), sample_size)
         log_base2("nll_loss", total("nll_loss"), sample_size)
-        metrics.log_derived("ppl", lambda meters: 2 ** meters["nll_loss"].avg)
+        log_perplexity("ppl", "nll_loss")
         for name in OBJECTIVE_NAMES:
             count = number(f"{name}_tokens")
             if count:

@@ -2,12 +2,11 @@
 
 from dataclasses import dataclass, field
 
-from fairseq import metrics
 from fairseq.criterions import FairseqCriterion, register_criterion
 from fairseq.dataclass import FairseqDataclass
 
 from ..losses import token_losses
-from .reduce import log_base2, summed
+from .reduce import log_base2, log_perplexity, summed
 
 
 @dataclass
@@ -49,7 +48,7 @@ class UniLMSeq2SeqCriterion(FairseqCriterion):
 
         log_base2("loss", total("loss"), total("sample_size"))
         log_base2("nll_loss", total("nll_loss"), total("ntokens"))
-        metrics.log_derived("ppl", lambda meters: 2 ** meters["nll_loss"].avg)
+        log_perplexity("ppl", "nll_loss")
 
     @staticmethod
     def logging_outputs_can_be_summed() -> bool:
