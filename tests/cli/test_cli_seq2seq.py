@@ -53,6 +53,15 @@ def train_copy(copy_bin, method):
     return save / "checkpoint_last.pt"
 
 
+def assert_fairseq_command_logging(stderr, command_logger):
+    """The records a fairseq command prints have fairseq's format and level, not what importing fairseq left
+    (``DEBUG:hydra...`` and ``INFO:name:...``; unilm_fairseq/import_logging.py)."""
+    records = stderr.splitlines()
+    assert not [line for line in records if re.match(r"(DEBUG|INFO):", line)], stderr[-3000:]
+    fairseq_record = rf"^[\d-]+ [\d:]+ \| INFO \| {re.escape(command_logger)} \| "
+    assert re.search(fairseq_record, stderr, re.M), stderr[-3000:]
+
+
 @pytest.mark.parametrize("method", ["pseudo_masked", "masked", "causal"])
 def test_learns_copy_task_to_high_rouge(copy_bin, method):
     checkpoint = train_copy(copy_bin, method)
@@ -62,6 +71,7 @@ def test_learns_copy_task_to_high_rouge(copy_bin, method):
                    "--scoring", "rouge"])  # fmt: skip
     hyps = re.findall(r"^H-\d+\t\S+\t(.*)$", out.stdout, re.M)
     assert len(hyps) == 40  # --required-batch-size-multiple 1: nothing dropped
+    assert_fairseq_command_logging(out.stderr, "fairseq_cli.generate")
     rouge_l = float(re.search(r"ROUGE-L = ([\d.]+)", out.stdout).group(1))
     assert rouge_l > 90, out.stdout[-2000:]
     if method == "pseudo_masked":  # the task's fixed-shape decoding steps: the same hypotheses
@@ -85,6 +95,7 @@ def test_interactive_copies_input(copy_bin):
                    "--buffer-size", "2", "--batch-size", "2"], input_text=stdin)  # fmt: skip
     hyps = re.findall(r"^H-\d+\t\S+\t(.*)$", out.stdout, re.M)
     assert hyps == lines
+    assert_fairseq_command_logging(out.stderr, "fairseq_cli.interactive")
 
 
 def test_interactive_constraints_put_each_phrase_in_the_copy(copy_bin):
