@@ -21,6 +21,7 @@ import time
 from typing import List
 
 from unilm_fairseq.encoders.text_lines import decoded_lines, read_lines
+from unilm_fairseq.hub import load_model_folder
 
 logger = logging.getLogger("generate_text")
 
@@ -64,21 +65,6 @@ def parse_args(argv=None) -> argparse.Namespace:
     return args
 
 
-def load(model_dir: str, checkpoint_file=None, cpu: bool = False):
-    """The folder's model as its hub interface: ``PALMHubInterface`` for a ``palm_seq2seq`` checkpoint."""
-    import torch
-
-    from unilm_fairseq import PALMHubInterface, UniLMHubInterface
-    from unilm_fairseq.tasks.palm_seq2seq import PALMSeq2SeqTask
-
-    hub = UniLMHubInterface.from_pretrained(model_dir, checkpoint_file=checkpoint_file)
-    if isinstance(hub.task, PALMSeq2SeqTask):
-        hub = PALMHubInterface(hub.cfg, hub.task, hub.models, generation_defaults=hub.generation_defaults)
-    if torch.cuda.is_available() and not cpu:
-        hub = hub.cuda()
-    return hub.eval()
-
-
 def read_sources(args) -> List[str]:
     if args.texts:
         return list(args.texts)
@@ -114,7 +100,7 @@ def main(argv=None) -> int:
     logger.setLevel(logging.INFO)
     try:
         sources = read_sources(args)
-        hub = load(args.model_dir, args.checkpoint_file, args.cpu)
+        hub = load_model_folder(args.model_dir, args.checkpoint_file, args.cpu)
     except (OSError, ValueError) as error:  # a missing folder or checkpoint, a bad generation.json or input
         print(f"error: {error}", file=sys.stderr)
         return 1
