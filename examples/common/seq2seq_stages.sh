@@ -300,6 +300,33 @@ write_model_folder() {
   fi
 }
 
+# tune_stage SAVE DECODED BIN SRC TGT TABLE [FLAG...]: choose the decoding settings on the validation pairs
+# SRC/TGT (raw text) with scripts/tune_decoding.py FLAG... on the model folder of DECODED (written first, with
+# the settings so far); its table goes to TABLE and the console, the search to SAVE/decoding_search.json, and
+# the best setting becomes BEAM, LENPEN, MIN_LEN, MAX_LEN_B and NO_REPEAT_NGRAM for generate_stage
+tune_stage() {
+  local save=$1 decoded=$2 bin=$3 src=$4 tgt=$5 table=$6 best name value
+  shift 6
+  if [ "$(dirname "$decoded")" != "$save" ]; then
+    echo "error: tuning decodes through the model folder $save, but the decoded checkpoint is $decoded" >&2
+    exit 2
+  fi
+  write_model_folder "$save" "$decoded" "$bin"
+  best=$(dirname "$table")/tuned-settings.txt
+  run_step_to "$table" tune "$PYTHON" "$SEQ2SEQ_REPO/scripts/tune_decoding.py" "$save" --source "$src" \
+    --reference "$tgt" --write --shell-out "$best" "$@"
+  sed 's/^/   /' "$table"
+  while IFS='=' read -r name value; do
+    case $name in
+      BEAM) BEAM=$value ;;
+      LENPEN) LENPEN=$value ;;
+      MIN_LEN) MIN_LEN=$value ;;
+      MAX_LEN_B) MAX_LEN_B=$value ;;
+      NO_REPEAT_NGRAM_SIZE) NO_REPEAT_NGRAM=$value ;;
+    esac
+  done < "$best"
+}
+
 # score_stage WORK SAVE [FLAG...]: scripts/score.py on WORK/gen.out (WordPiece joined back into words) ->
 # WORK/scores.txt and scores.json, which the model folder SAVE keeps
 score_stage() {

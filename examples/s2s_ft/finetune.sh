@@ -51,6 +51,11 @@
 #   SEED [1]    STAGES  steps to run, comma-separated [convert,tokenize,binarize,train,generate,score]
 #   EVAL_ROUGE  1: validation also decodes the valid set with the settings below and logs its ROUGE
 #               (--eval-rouge); the best checkpoint is the one with the highest ROUGE-L [0]
+#   TUNE        1: before the test set is decoded, choose the decoding settings on the validation pairs with
+#               scripts/tune_decoding.py TUNE_GRID (each setting decodes valid.src and is scored by ROUGE-L
+#               against valid.tgt; the papers tune on the development sets: s2s-ft Appendix A; UniLM v1
+#               §3.1); the test set and the model folder get the best [0]
+#   TUNE_GRID   the values to try, as tune_decoding.py's options [--lenpen TUNE_LENPENS, in the config]
 #   FRESH       1: delete WORK_DIR/checkpoints and train from the start; 0: a re-run resumes from
 #               checkpoint_last.pt there, as fairseq-train does, so an interrupted run goes on [0]
 #   CPU         1: train and generate on the CPU even if CUDA is available [1 when no GPU is visible]
@@ -76,6 +81,7 @@ if [ -z "${START:-}" ]; then
   if [ -z "${MODEL_DIR:-}" ] && [ -z "$PRETRAINED" ]; then START=continued; else START=released; fi
 fi
 : "${SEED:=1}" "${STAGES:=convert,tokenize,binarize,train,generate,score}" "${FRESH:=0}" "${EVAL_ROUGE:=0}"
+: "${TUNE:=0}" "${TUNE_GRID:=--lenpen $TUNE_LENPENS}"
 : "${SOURCE_FIELD:=}" "${TARGET_FIELD:=}"
 : "${VALID_EVERY:=$(( (UPDATES + 1) / 2 ))}" "${CKPT:=best}"
 if [ -z "${CPU:-}" ]; then count_cuda_devices; CPU=$(( CUDA_DEVICE_COUNT == 0 )); fi
@@ -88,6 +94,7 @@ need_choice METHOD pseudo_masked masked causal
 need_choice CPU 0 1
 need_choice FRESH 0 1
 need_choice EVAL_ROUGE 0 1
+need_choice TUNE 0 1
 need_whole UPDATES 1
 need_whole VALID_EVERY 1
 need_whole BATCH 1
@@ -259,7 +266,14 @@ fi
 if stage_on generate; then
   decoded=$(decoded_checkpoint "$SAVE" best)
   derive_min_len "$TEXT/train.tgt"
-  echo "== generate the test set with $decoded: beam $BEAM, length penalty $LENPEN," \
+  if [ "$TUNE" = 1 ]; then
+    echo "== choose the decoding settings on the validation pairs ($DATA/valid.src): $TUNE_GRID"
+    read -r -a tune_flags <<< "$TUNE_GRID"
+    tune_stage "$SAVE" "$decoded" "$BIN" "$DATA/valid.src" "$DATA/valid.tgt" "$WORK/decoding-search.txt" \
+      "${tune_flags[@]}" --batch-size "$GEN_BATCH" ${DEVICE[@]+"${DEVICE[@]}"}
+    MAX_LEN=$MAX_LEN_B
+  fi
+  echo "== generate the test set with $decoded: beam $BEAM, length penalty $LENPEN, min length $MIN_LEN," \
     "no repeated ${NO_REPEAT_NGRAM}-grams"
   # the checkpoint folder becomes a model folder: UniLMModel.from_pretrained(WORK_DIR/checkpoints) loads it
   # with its dictionaries, tokenizer and these decoding settings, and generates from text

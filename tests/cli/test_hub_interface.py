@@ -5,6 +5,7 @@ with a vocab.txt of those words, so raw text is lowercased on the way in).
 """
 
 import argparse
+import json
 import os
 import random
 import re
@@ -299,3 +300,48 @@ def test_generate_text_script_on_a_model_folder(trained, unilm, tmp_path):
     bad = run_cli(["python", script, str(tmp_path / "nowhere"), "a text"], check=False)
     assert bad.returncode == 1 and "error: model directory not found" in bad.stderr
     assert "Traceback" not in bad.stderr
+
+
+def test_tune_decoding_keeps_the_best_setting_on_the_validation_pairs(trained, unilm, tmp_path):
+    """scripts/tune_decoding.py: each setting's scores are those of the API's outputs with that setting; the
+    best by ROUGE-L goes into generation.json (the other settings kept), the whole search beside it."""
+    from unilm_fairseq.scoring.metrics import rouge_scores
+
+    folder = tmp_path / "folder"
+    folder.mkdir()
+    shutil.copyfile(trained / "ckpt" / "checkpoint_last.pt", folder / "checkpoint_last.pt")
+    run_cli(["python", os.path.join(REPO, "scripts", "write_model_folder.py"), str(folder), "--dicts",
+             str(trained / "bin"), "--checkpoint", "checkpoint_last.pt", "--bpe", "wordpiece", "--bpe-file",
+             str(trained / "ckpt" / "vocab.txt"), "--beam", "3", "--lenpen", "1.0", "--min-len", "9",
+             "--max-len-b", "12", "--no-repeat-ngram-size", "0"])  # fmt: skip
+    before = json.loads((folder / "generation.json").read_text())
+    sources = RAW_INPUTS[:6]
+    refs = [line.lower() for line in sources]  # the model copies its input
+    (tmp_path / "valid.src").write_text("\n".join(sources) + "\n")
+    (tmp_path / "valid.tgt").write_text("\n".join(refs) + "\n")
+    script = os.path.join(REPO, "scripts", "tune_decoding.py")
+    proc = run_cli(["python", script, str(folder), "--source", str(tmp_path / "valid.src"), "--reference",
+                    str(tmp_path / "valid.tgt"), "--min-len", "9,1", "--lenpen", "1.0", "--write",
+                    "--shell-out", str(tmp_path / "best.env"), "--cpu"])  # fmt: skip
+    search = json.loads((folder / "decoding_search.json").read_text())
+    assert [row["setting"]["min_len"] for row in search["rows"]] == [9, 1] and search["pairs"] == 6
+    for row in search["rows"]:
+        hyps = unilm.generate(sources, beam=3, lenpen=1.0, min_len=row["setting"]["min_len"], max_len_b=12)
+        assert row["rougeL"] == pytest.approx(100 * rouge_scores(hyps, refs)["rougeL"], abs=1e-9)
+    scores = {row["setting"]["min_len"]: row["rougeL"] for row in search["rows"]}
+    assert scores[1] > scores[9]  # 9 tokens at least: longer than every copy
+    after = json.loads((folder / "generation.json").read_text())
+    assert after == {**before, "min_len": 1} and search["before"]["min_len"] == 9
+    assert "best: beam 3, lenpen 1.0, min_len 1, max_len_b 12" in proc.stdout
+    assert (tmp_path / "best.env").read_text().splitlines() == [
+        "BEAM=3", "LENPEN=1.0", "MIN_LEN=1", "MAX_LEN_B=12", "NO_REPEAT_NGRAM_SIZE=0"
+    ]  # fmt: skip
+    # the folder's own setting wins a tie: the same setting twice over the folder's lenpen
+    tie = run_cli(["python", script, str(folder), "--source", str(tmp_path / "valid.src"), "--reference",
+                   str(tmp_path / "valid.tgt"), "--lenpen", "1.0", "--limit", "2", "--cpu"])  # fmt: skip
+    assert "2 validation pairs" in tie.stdout and "<- best (the folder's)" in tie.stdout
+
+    (tmp_path / "short.tgt").write_text(refs[0] + "\n")
+    bad = run_cli(["python", script, str(folder), "--source", str(tmp_path / "valid.src"), "--reference",
+                   str(tmp_path / "short.tgt")], check=False)  # fmt: skip
+    assert bad.returncode == 1 and "has 6 lines but" in bad.stderr and "Traceback" not in bad.stderr

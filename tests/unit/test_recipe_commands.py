@@ -183,6 +183,12 @@ SCENARIOS = [
               "FRESH": "1"},
              {**FINETUNE_FILES, **model_folder("minilm"), "data/test.lead.hyp": 10,
               "data/test.bart.hyp": 10}),
+    # the best setting scripts/tune_decoding.py wrote (a stand-in) decodes the test set and the model folder
+    Scenario("examples/s2s_ft/finetune.sh", "tune", ("{TMP}/data", "{TMP}/work"),
+             {"CPU": "1", "MODEL_DIR": "{TMP}/hf", "TUNE": "1", "TUNE_GRID": "--lenpen 0.6,1.3 --min-len 3,5",
+              "STAGES": "generate"},
+             {**FINETUNE_FILES, "work/tuned-settings.txt": "BEAM=4\nLENPEN=1.3\nMIN_LEN=5\nMAX_LEN_B=40\n"
+              "NO_REPEAT_NGRAM_SIZE=2\n"}),
     Scenario("examples/s2s_ft/finetune.sh", "rows", ("{TMP}/rows.jsonl", "{TMP}/work"),
              {"CPU": "1", "MODEL_DIR": "{TMP}/hf", "SOURCE_FIELD": "document", "TARGET_FIELD": "summary",
               "MIN_LEN": "3", "STAGES": "tokenize,binarize,train,generate,score"},

@@ -1,0 +1,247 @@
+#!/usr/bin/env python
+"""Choose a model folder's decoding settings on the validation split: decode its sources with every
+combination of the values given, score each run against the references with ROUGE (rouge-score F1, Porter
+stemming, as scripts/rouge_table.py scores the test set), print one table, and with ``--write`` keep the best
+in the folder's ``generation.json``, which ``scripts/generate_text.py``, ``UniLMModel.from_pretrained`` and
+the model's export then decode with.
+
+    python scripts/tune_decoding.py run/checkpoints --source data/valid.src --reference data/valid.tgt \\
+        --lenpen 0.6,0.9,1.3 --min-len 10,20 --write
+
+Each option takes a comma-separated list, and the folder's own value is tried too; an option not given
+keeps the folder's value. The default grid is the length penalties of the papers' decoding tables (0.6, 0.9
+and 1.3: s2s-ft Table 8, UniLMv2 Table 10) and the folder's own, with the folder's other settings. s2s-ft
+picks its hyperparameters by grid search on the development sets (s2s-ft Appendix A, after Table 7), and
+UniLM v1 tunes the maximum summary length on them (§3.1); which settings to search, and ranking by ROUGE-L
+F1, are this project's choices. On a tie the folder's own setting stays, then the earlier one in the grid.
+Sources and references are raw text, one per line, as ``finetune.sh`` reads its ``valid.src`` and
+``valid.tgt``. ``--write`` also records the whole search in ``decoding_search.json`` beside it.
+"""
+
+import argparse
+import itertools
+import json
+import logging
+import os
+import sys
+import time
+from typing import Dict, List, Sequence
+
+from unilm_fairseq.encoders.text_lines import read_lines
+from unilm_fairseq.hub import load_model_folder
+from unilm_fairseq.hub.base import GENERATION_FILE, read_generation_defaults
+
+logger = logging.getLogger("tune_decoding")
+
+# the settings a search may vary, fairseq-generate's names, with the value the folder falls back to
+GRID_OPTIONS = {
+    "beam": (int, 5),
+    "lenpen": (float, 1.0),
+    "min_len": (int, 1),
+    "max_len_b": (int, None),  # None: the model's target positions
+    "no_repeat_ngram_size": (int, 0),
+}
+DEFAULT_LENPENS = "0.6,0.9,1.3"  # the papers' decoding tables (s2s-ft Table 8, UniLMv2 Table 10)
+METRICS = {"rougeL": "ROUGE-L", "rouge1": "ROUGE-1", "rouge2": "ROUGE-2", "mean": "mean of the three"}
+SEARCH_FILE = "decoding_search.json"
+
+
+def value_list(kind):
+    def parse(text: str):
+        try:
+            values = [kind(item) for item in text.split(",") if item.strip()]
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not a comma-separated list of {kind.__name__}s")
+        if not values:
+            raise argparse.ArgumentTypeError("an empty list")
+        return list(dict.fromkeys(values))  # repeats once
+
+    return parse
+
+
+def parse_args(argv=None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("model_dir", help="the model folder (finetune.sh's WORK_DIR/checkpoints)")
+    parser.add_argument("--source", required=True, help="validation sources, raw text, one per line")
+    parser.add_argument("--reference", required=True, help="their references, one per line")
+    for name, (kind, _) in GRID_OPTIONS.items():
+        default = DEFAULT_LENPENS if name == "lenpen" else None
+        parser.add_argument(
+            "--" + name.replace("_", "-"),
+            type=value_list(kind),
+            default=value_list(kind)(default) if default else None,
+            help=f"values to try, comma-separated, beside the folder's [{default or 'none'}]",
+        )
+    parser.add_argument(
+        "--metric", choices=sorted(METRICS), default="rougeL", help="what the best maximises [%(default)s]"
+    )
+    parser.add_argument("--limit", type=int, help="tune on the first N pairs only [all]")
+    parser.add_argument("--write", action="store_true", help=f"keep the best in {GENERATION_FILE}")
+    parser.add_argument(
+        "--shell-out", help="also write the best as NAME=value lines (BEAM=5 ...) to this file"
+    )
+    parser.add_argument("--checkpoint-file", help="the checkpoint in the folder [generation.json's]")
+    parser.add_argument("--batch-size", type=int, default=32, help="sources per batch [%(default)s]")
+    parser.add_argument("--cpu", action="store_true", help="decode on the CPU even if CUDA is available")
+    args = parser.parse_args(argv)
+    for name in ("limit", "batch_size"):
+        value = getattr(args, name)
+        if value is not None and value < 1:
+            parser.error(f"--{name.replace('_', '-')} must be at least 1, not {value}")
+    for name in ("beam", "min_len", "max_len_b", "no_repeat_ngram_size"):
+        low = 1 if name in ("beam", "max_len_b") else 0
+        bad = [value for value in getattr(args, name) or [] if value < low]
+        if bad:
+            parser.error(f"--{name.replace('_', '-')}: {bad[0]} is below {low}")
+    return args
+
+
+def folder_settings(defaults: Dict) -> Dict:
+    """The folder's value of every searchable setting (its generation.json, else the decoder's default)."""
+    return {name: defaults.get(name, fallback) for name, (_, fallback) in GRID_OPTIONS.items()}
+
+
+def grid(args, current: Dict) -> List[Dict]:
+    """Every combination of the values given and the folder's own (so the search never ends below the
+    folder's setting), but those whose fewest tokens exceed their most."""
+    axes = {name: list(dict.fromkeys([*(getattr(args, name) or []), current[name]])) for name in GRID_OPTIONS}
+    settings = [dict(zip(axes, values)) for values in itertools.product(*axes.values())]
+    possible = [s for s in settings if s["max_len_b"] is None or s["min_len"] <= s["max_len_b"]]
+    if len(possible) < len(settings):
+        logger.warning(
+            "%d settings left out: their min_len is above their max_len_b", len(settings) - len(possible)
+        )
+    return possible
+
+
+def score(hyps: Sequence[str], refs: Sequence[str]) -> Dict[str, float]:
+    from unilm_fairseq.scoring.metrics import rouge_scores
+
+    found = {key: 100 * value for key, value in rouge_scores(hyps, refs).items() if key != "rougeLsum"}
+    found["mean"] = (found["rouge1"] + found["rouge2"] + found["rougeL"]) / 3
+    return found
+
+
+def search(hub, sources, refs, settings: List[Dict], batch_size: int) -> List[Dict]:
+    """Decode and score each setting: one row per setting, its scores, mean output words and seconds."""
+    rows = []
+    for number, setting in enumerate(settings, 1):
+        start = time.monotonic()
+        given = {name: value for name, value in setting.items() if value is not None}
+        hyps = hub.generate(sources, batch_size=batch_size, **given)
+        seconds = time.monotonic() - start
+        row = {"setting": setting, **score(hyps, refs)}
+        row["words"] = sum(len(hyp.split()) for hyp in hyps) / len(hyps)
+        row["seconds"] = round(seconds, 1)
+        rows.append(row)
+        logger.info(
+            "%d/%d %s: ROUGE-1/2/L %.2f / %.2f / %.2f, %.1f words (%.0f s)",
+            number, len(settings), describe(setting), row["rouge1"], row["rouge2"], row["rougeL"],
+            row["words"], seconds,
+        )  # fmt: skip
+    return rows
+
+
+def describe(setting: Dict) -> str:
+    return ", ".join(f"{name} {value}" for name, value in setting.items() if value is not None)
+
+
+def best_row(rows: List[Dict], metric: str, current: Dict) -> Dict:
+    """The row with the highest ``metric``; on a tie the folder's own setting, then the earliest."""
+    top = max(row[metric] for row in rows)
+    tied = [row for row in rows if row[metric] == top]
+    return next((row for row in tied if row["setting"] == current), tied[0])
+
+
+def table(rows: List[Dict], varied: List[str], best: Dict, current: Dict) -> str:
+    names = varied or ["lenpen"]
+    width = max(10, *(len(name) + 2 for name in names))
+    lines = ["".join(f"{name:<{width}}" for name in names) + "ROUGE-1  ROUGE-2  ROUGE-L   words      s"]
+    for row in rows:
+        mark = " <- best" if row is best else ""
+        if row["setting"] == current:
+            mark += " (the folder's)"
+        cells = "".join(f"{str(row['setting'][name]):<{width}}" for name in names)
+        scores = "".join(f"{row[key]:>7.2f}  " for key in ("rouge1", "rouge2", "rougeL"))
+        lines.append(f"{cells}{scores}{row['words']:>6.1f} {row['seconds']:>6.0f}{mark}")
+    return "\n".join(lines)
+
+
+def write_choice(model_dir: str, best: Dict, record: Dict) -> None:
+    path = os.path.join(model_dir, GENERATION_FILE)
+    defaults = read_generation_defaults(model_dir)
+    defaults.update({name: value for name, value in best["setting"].items() if value is not None})
+    with open(path, "w", encoding="utf-8") as f:
+        json.dump(defaults, f, indent=2)
+        f.write("\n")
+    with open(os.path.join(model_dir, SEARCH_FILE), "w", encoding="utf-8") as f:
+        json.dump(record, f, indent=2)
+        f.write("\n")
+
+
+def main(argv=None) -> int:
+    args = parse_args(argv)
+    logging.basicConfig(
+        level=logging.WARNING, format="%(asctime)s | %(name)s | %(message)s", stream=sys.stderr
+    )
+    logger.setLevel(logging.INFO)
+    try:
+        sources, refs = read_lines(args.source), read_lines(args.reference)
+        if len(sources) != len(refs):
+            raise ValueError(f"{args.source} has {len(sources)} lines but {args.reference} has {len(refs)}")
+        pairs = [(s, r) for s, r in zip(sources, refs) if s.strip() and r.strip()][: args.limit]
+        if not pairs:
+            raise ValueError(f"{args.source}: no pair with both a source and a reference")
+        skipped = min(len(sources), args.limit or len(sources)) - len(pairs)
+        current = folder_settings(read_generation_defaults(args.model_dir))
+        hub = load_model_folder(args.model_dir, args.checkpoint_file, args.cpu)
+    except (OSError, ValueError) as error:  # a missing folder or file, a bad generation.json or input
+        print(f"error: {error}", file=sys.stderr)
+        return 1
+    settings = grid(args, current)
+    if not settings:
+        print("error: every setting has its min_len above its max_len_b", file=sys.stderr)
+        return 1
+    varied = [name for name in GRID_OPTIONS if len({str(s[name]) for s in settings}) > 1]
+    logger.info(
+        "%d settings x %d validation pairs%s", len(settings), len(pairs),
+        f" ({skipped} with an empty side left out)" if skipped > 0 else "",
+    )  # fmt: skip
+    sources, refs = [s for s, _ in pairs], [r for _, r in pairs]
+    try:
+        rows = search(hub, sources, refs, settings, args.batch_size)
+    except ValueError as error:  # a setting the search cannot honour (e.g. --min-len beyond the positions)
+        print(f"error: {error}", file=sys.stderr)
+        return 1
+    best = best_row(rows, args.metric, current)
+    print(f"{len(pairs)} validation pairs, rouge-score F1 x100, the best by {METRICS[args.metric]}:")
+    print(table(rows, varied, best, current))
+    mine = next((row for row in rows if row["setting"] == current), None)
+    gain = f" ({args.metric} {mine[args.metric]:.2f} -> {best[args.metric]:.2f})" if mine else ""
+    print(f"best: {describe(best['setting'])}{gain}")
+    record = {
+        "source": args.source,
+        "reference": args.reference,
+        "pairs": len(pairs),
+        "metric": args.metric,
+        "before": current,
+        "chosen": best["setting"],
+        "rows": rows,
+    }
+    if args.write:
+        write_choice(args.model_dir, best, record)
+        print(
+            f"kept in {os.path.join(args.model_dir, GENERATION_FILE)}; the search in {SEARCH_FILE} beside it"
+        )
+    if args.shell_out:
+        with open(args.shell_out, "w", encoding="utf-8") as f:
+            for name, value in best["setting"].items():
+                if value is not None:
+                    f.write(f"{name.upper()}={value}\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
