@@ -21,7 +21,7 @@ import time
 from typing import List
 
 from unilm_fairseq.encoders.text_lines import decoded_lines, read_lines
-from unilm_fairseq.hub import load_model_folder
+from unilm_fairseq.hub import load_model_folder, log_for_decoding_scripts
 
 logger = logging.getLogger("generate_text")
 
@@ -93,11 +93,7 @@ def generate_lines(hub, sources: List[str], settings, batch_size: int, chunk_lin
 
 def main(argv=None) -> int:
     args = parse_args(argv)
-    # this script's progress, and the libraries' warnings (a source cut to the model's positions ...)
-    logging.basicConfig(
-        level=logging.WARNING, format="%(asctime)s | %(name)s | %(message)s", stream=sys.stderr
-    )
-    logger.setLevel(logging.INFO)
+    log_for_decoding_scripts(logger)
     try:
         sources = read_sources(args)
         hub = load_model_folder(args.model_dir, args.checkpoint_file, args.cpu)

@@ -28,7 +28,7 @@ import time
 from typing import Dict, List, Sequence
 
 from unilm_fairseq.encoders.text_lines import read_lines
-from unilm_fairseq.hub import load_model_folder
+from unilm_fairseq.hub import load_model_folder, log_for_decoding_scripts
 from unilm_fairseq.hub.base import GENERATION_FILE, read_generation_defaults
 
 logger = logging.getLogger("tune_decoding")
@@ -183,10 +183,7 @@ def write_choice(model_dir: str, best: Dict, record: Dict) -> None:
 
 def main(argv=None) -> int:
     args = parse_args(argv)
-    logging.basicConfig(
-        level=logging.WARNING, format="%(asctime)s | %(name)s | %(message)s", stream=sys.stderr
-    )
-    logger.setLevel(logging.INFO)
+    log_for_decoding_scripts(logger)
     try:
         sources, refs = read_lines(args.source), read_lines(args.reference)
         if len(sources) != len(refs):

@@ -276,17 +276,23 @@ def test_a_program_using_the_api_prints_its_results_only(trained):
     assert proc.stderr == ""
 
 
-def test_generate_text_script_on_a_model_folder(trained, unilm, tmp_path):
-    """scripts/generate_text.py: the API's outputs for a file of sources read from standard input, a line per
-    input line (a blank line gets an empty one), generation.json's settings unless an option overrides one,
-    from an input written as Windows editors write it (a byte-order mark, \\r\\n line ends)."""
+def model_folder(trained, tmp_path, beam, min_len, max_len_b):
+    """A model folder of the trained checkpoint (scripts/write_model_folder.py), lenpen 1.0, no blocking."""
     folder = tmp_path / "folder"
     folder.mkdir()
     shutil.copyfile(trained / "ckpt" / "checkpoint_last.pt", folder / "checkpoint_last.pt")
     run_cli(["python", os.path.join(REPO, "scripts", "write_model_folder.py"), str(folder), "--dicts",
              str(trained / "bin"), "--checkpoint", "checkpoint_last.pt", "--bpe", "wordpiece", "--bpe-file",
-             str(trained / "ckpt" / "vocab.txt"), "--beam", "4", "--lenpen", "1.0", "--min-len", "1",
-             "--max-len-b", "16", "--no-repeat-ngram-size", "0"])  # fmt: skip
+             str(trained / "ckpt" / "vocab.txt"), "--beam", str(beam), "--lenpen", "1.0", "--min-len",
+             str(min_len), "--max-len-b", str(max_len_b), "--no-repeat-ngram-size", "0"])  # fmt: skip
+    return folder
+
+
+def test_generate_text_script_on_a_model_folder(trained, unilm, tmp_path):
+    """scripts/generate_text.py: the API's outputs for a file of sources read from standard input, a line per
+    input line (a blank line gets an empty one), generation.json's settings unless an option overrides one,
+    from an input written as Windows editors write it (a byte-order mark, \\r\\n line ends)."""
+    folder = model_folder(trained, tmp_path, beam=4, min_len=1, max_len_b=16)
     sources = RAW_INPUTS[:4]
     stdin = "\ufeff" + sources[0] + "\r\n\r\n" + "\r\n".join(sources[1:]) + "\r\n"
     script = os.path.join(REPO, "scripts", "generate_text.py")
@@ -307,13 +313,7 @@ def test_tune_decoding_keeps_the_best_setting_on_the_validation_pairs(trained, u
     best by ROUGE-L goes into generation.json (the other settings kept), the whole search beside it."""
     from unilm_fairseq.scoring.metrics import rouge_scores
 
-    folder = tmp_path / "folder"
-    folder.mkdir()
-    shutil.copyfile(trained / "ckpt" / "checkpoint_last.pt", folder / "checkpoint_last.pt")
-    run_cli(["python", os.path.join(REPO, "scripts", "write_model_folder.py"), str(folder), "--dicts",
-             str(trained / "bin"), "--checkpoint", "checkpoint_last.pt", "--bpe", "wordpiece", "--bpe-file",
-             str(trained / "ckpt" / "vocab.txt"), "--beam", "3", "--lenpen", "1.0", "--min-len", "9",
-             "--max-len-b", "12", "--no-repeat-ngram-size", "0"])  # fmt: skip
+    folder = model_folder(trained, tmp_path, beam=3, min_len=9, max_len_b=12)
     before = json.loads((folder / "generation.json").read_text())
     sources = RAW_INPUTS[:6]
     refs = [line.lower() for line in sources]  # the model copies its input

@@ -7,7 +7,13 @@ gives a fine-tuned model folder as the one of the two that fits it.
 """
 
 from .base import UniLMHubInterface, UniLMModel
-from .folder import load_model_folder
+from .folder import load_model_folder, log_for_decoding_scripts
 from .palm import PALMHubInterface
 
-__all__ = ["PALMHubInterface", "UniLMHubInterface", "UniLMModel", "load_model_folder"]
+__all__ = [
+    "PALMHubInterface",
+    "UniLMHubInterface",
+    "UniLMModel",
+    "load_model_folder",
+    "log_for_decoding_scripts",
+]

@@ -1,5 +1,7 @@
 """A model folder as the hub interface that fits its checkpoint, for the scripts that decode with one."""
 
+import logging
+import sys
 from typing import Optional, Union
 
 from .base import UniLMHubInterface
@@ -22,3 +24,12 @@ def load_model_folder(
     if torch.cuda.is_available() and not cpu:
         hub = hub.cuda()
     return hub.eval()
+
+
+def log_for_decoding_scripts(logger: logging.Logger) -> None:
+    """The console of a script that decodes with a model folder: its own progress (``logger`` at INFO) and
+    the libraries' warnings (a source cut to the model's positions ...), on stderr."""
+    logging.basicConfig(
+        level=logging.WARNING, format="%(asctime)s | %(name)s | %(message)s", stream=sys.stderr
+    )
+    logger.setLevel(logging.INFO)
