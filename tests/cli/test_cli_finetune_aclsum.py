@@ -101,3 +101,13 @@ def test_finetune_script_learns_real_pairs_without_degenerate_output(tmp_path):
         top = collections.Counter(tokens).most_common(1)[0][1]
         assert len(tokens) >= 5 and top <= max(3, 0.2 * len(tokens)), hyp
         assert len(set(tokens)) >= 0.6 * len(tokens), hyp
+    # TUNE=1: the settings are chosen on the validation pairs, then the test set and the folder use the best
+    tuned = run_cli([shutil.which("bash"), script, str(data), str(work), *tiny],
+                    env={**env, "STAGES": "generate", "TUNE": "1", "TUNE_GRID": "--lenpen 0.6"})  # fmt: skip
+    search = json.loads((work / "checkpoints" / "decoding_search.json").read_text())
+    assert [row["setting"]["lenpen"] for row in search["rows"]] == [0.6, 1.0] and search["pairs"] == 4
+    chosen = search["chosen"]["lenpen"]
+    assert json.loads((work / "checkpoints" / "generation.json").read_text())["lenpen"] == chosen
+    shown = tuned.stdout + tuned.stderr
+    assert re.search(rf"^\+ fairseq-generate .* --lenpen {chosen} ", shown, re.M), shown
+    assert "4 validation pairs, rouge-score F1 x100, the best by ROUGE-L:" in shown
