@@ -13,9 +13,10 @@ keeps the folder's value. The default grid is the length penalties of the papers
 and 1.3: s2s-ft Table 8, UniLMv2 Table 10) and the folder's own, with the folder's other settings. s2s-ft
 picks its hyperparameters by grid search on the development sets (s2s-ft Appendix A, after Table 7), and
 UniLM v1 tunes the maximum summary length on them (§3.1); which settings to search, and ranking by ROUGE-L
-F1, are this project's choices. On a tie the folder's own setting stays, then the earlier one in the grid.
-Sources and references are raw text, one per line, as ``finetune.sh`` reads its ``valid.src`` and
-``valid.tgt``. ``--write`` also records the whole search in ``decoding_search.json`` beside it.
+F1, are this project's choices. Each option's values are tried smallest first; on a tie the folder's own
+setting stays, then the earlier one. Sources and references are raw text, one per line, as ``finetune.sh``
+reads its ``valid.src`` and ``valid.tgt``. ``--write`` also records the whole search in
+``decoding_search.json`` beside it.
 """
 
 import argparse
@@ -103,10 +104,16 @@ def folder_settings(defaults: Dict) -> Dict:
     return {name: defaults.get(name, fallback) for name, (_, fallback) in GRID_OPTIONS.items()}
 
 
+def ordered(values: List) -> List:
+    """The distinct values, smallest first (None, the model's own limit, last)."""
+    distinct = list(dict.fromkeys(values))
+    return sorted(v for v in distinct if v is not None) + [v for v in distinct if v is None]
+
+
 def grid(args, current: Dict) -> List[Dict]:
     """Every combination of the values given and the folder's own (so the search never ends below the
     folder's setting), but those whose fewest tokens exceed their most."""
-    axes = {name: list(dict.fromkeys([*(getattr(args, name) or []), current[name]])) for name in GRID_OPTIONS}
+    axes = {name: ordered([*(getattr(args, name) or []), current[name]]) for name in GRID_OPTIONS}
     settings = [dict(zip(axes, values)) for values in itertools.product(*axes.values())]
     possible = [s for s in settings if s["max_len_b"] is None or s["min_len"] <= s["max_len_b"]]
     if len(possible) < len(settings):

@@ -324,7 +324,7 @@ def test_tune_decoding_keeps_the_best_setting_on_the_validation_pairs(trained, u
                     str(tmp_path / "valid.tgt"), "--min-len", "9,1", "--lenpen", "1.0", "--write",
                     "--shell-out", str(tmp_path / "best.env"), "--cpu"])  # fmt: skip
     search = json.loads((folder / "decoding_search.json").read_text())
-    assert [row["setting"]["min_len"] for row in search["rows"]] == [9, 1] and search["pairs"] == 6
+    assert [row["setting"]["min_len"] for row in search["rows"]] == [1, 9] and search["pairs"] == 6
     for row in search["rows"]:
         hyps = unilm.generate(sources, beam=3, lenpen=1.0, min_len=row["setting"]["min_len"], max_len_b=12)
         assert row["rougeL"] == pytest.approx(100 * rouge_scores(hyps, refs)["rougeL"], abs=1e-9)
