@@ -16,7 +16,8 @@ UniLM v1 tunes the maximum summary length on them (§3.1); which settings to sea
 F1, are this project's choices. Each option's values are tried smallest first; on a tie the folder's own
 setting stays, then the earlier one. Sources and references are raw text, one per line, as ``finetune.sh``
 reads its ``valid.src`` and ``valid.tgt``. ``--write`` also records the whole search in
-``decoding_search.json`` beside it.
+``decoding_search.json`` beside it. Settings that differ only in their length penalty share one search: the
+penalty only ranks the hypotheses beam search finished, so all ``beam`` of them are kept and ranked by each.
 """
 
 import argparse
@@ -31,6 +32,7 @@ from typing import Dict, List, Sequence
 from unilm_fairseq.encoders.text_lines import read_lines
 from unilm_fairseq.hub import load_model_folder, log_for_decoding_scripts
 from unilm_fairseq.hub.base import GENERATION_FILE, read_generation_defaults
+from unilm_fairseq.modules.length_penalty import gnmt_length_penalty
 
 logger = logging.getLogger("tune_decoding")
 
@@ -131,24 +133,65 @@ def score(hyps: Sequence[str], refs: Sequence[str]) -> Dict[str, float]:
     return found
 
 
+def length_divisor(length: int, lenpen: float, style: str) -> float:
+    """What a finished hypothesis of ``length`` tokens (``</s>`` included) has its summed log-probability
+    divided by: fairseq's ``length ** lenpen``, or GNMT's ``((5 + length) / 6) ** lenpen``."""
+    return gnmt_length_penalty(length, lenpen) if style == "gnmt" else float(length) ** lenpen
+
+
+def lenpen_style(hub) -> str:
+    """The length penalty's form the folder decodes with (its generation.json, else the task's option)."""
+    return str(
+        hub.generation_defaults.get("lenpen_style") or getattr(hub.task.cfg, "lenpen_style", "fairseq")
+    )
+
+
+def best_by_lenpen(hypotheses: List[List[Dict]], lenpen: float, style: str) -> List[Dict]:
+    """Each input's best hypothesis under ``lenpen``, among all ``beam`` that the search finished.
+
+    Beam search expands and finishes hypotheses by their summed log-probabilities; the length penalty only
+    ranks the finished ones (fairseq's ``finalize_hypos``), so one search serves every length penalty.
+    """
+    chosen = []
+    for hypos in hypotheses:
+        raw = [float(h["positional_scores"].double().sum()) for h in hypos]
+        ranked = [r / length_divisor(len(h["tokens"]), lenpen, style) for r, h in zip(raw, hypos)]
+        chosen.append(hypos[max(range(len(hypos)), key=ranked.__getitem__)])
+    return chosen
+
+
 def search(hub, sources, refs, settings: List[Dict], batch_size: int) -> List[Dict]:
-    """Decode and score each setting: one row per setting, its scores, mean output words and seconds."""
+    """Decode and score each setting: one row per setting, its scores, mean output words and seconds.
+
+    The settings that differ only in their length penalty share one search (all ``beam`` finished
+    hypotheses kept); each penalty then picks its best of them, as a search with it would have (up to
+    rounding: the scores are summed again in double precision). ``seconds`` is the search's time on the
+    first setting of a group and the ranking's on the others."""
+    ids = [hub.encode(source) for source in sources]
+    style = lenpen_style(hub)
+    groups: Dict[str, List[Dict]] = {}
+    for setting in settings:
+        groups.setdefault(describe({k: v for k, v in setting.items() if k != "lenpen"}), []).append(setting)
     rows = []
-    for number, setting in enumerate(settings, 1):
+    for group in groups.values():
         start = time.monotonic()
-        given = {name: value for name, value in setting.items() if value is not None}
-        hyps = hub.generate(sources, batch_size=batch_size, **given)
-        seconds = time.monotonic() - start
-        row = {"setting": setting, **score(hyps, refs)}
-        row["words"] = sum(len(hyp.split()) for hyp in hyps) / len(hyps)
-        row["seconds"] = round(seconds, 1)
-        rows.append(row)
-        logger.info(
-            "%d/%d %s: ROUGE-1/2/L %.2f / %.2f / %.2f, %.1f words (%.0f s)",
-            number, len(settings), describe(setting), row["rouge1"], row["rouge2"], row["rougeL"],
-            row["words"], seconds,
-        )  # fmt: skip
-    return rows
+        shared = {k: v for k, v in group[0].items() if v is not None}
+        hypotheses = hub.generate(ids, batch_size=batch_size, nbest=shared["beam"], **shared)
+        for setting in group:
+            hyps = [hub.decode(h["tokens"]) for h in best_by_lenpen(hypotheses, setting["lenpen"], style)]
+            seconds = time.monotonic() - start
+            row = {"setting": setting, **score(hyps, refs)}
+            row["words"] = sum(len(hyp.split()) for hyp in hyps) / len(hyps)
+            row["seconds"] = round(seconds, 1)
+            rows.append(row)
+            logger.info(
+                "%d/%d %s: ROUGE-1/2/L %.2f / %.2f / %.2f, %.1f words (%.0f s)",
+                len(rows), len(settings), describe(setting), row["rouge1"], row["rouge2"], row["rougeL"],
+                row["words"], seconds,
+            )  # fmt: skip
+            start = time.monotonic()
+    order = {id(setting): n for n, setting in enumerate(settings)}
+    return sorted(rows, key=lambda row: order[id(row["setting"])])
 
 
 def describe(setting: Dict) -> str:

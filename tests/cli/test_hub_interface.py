@@ -5,6 +5,7 @@ with a vocab.txt of those words, so raw text is lowercased on the way in).
 """
 
 import argparse
+import importlib.util
 import json
 import os
 import random
@@ -345,3 +346,25 @@ def test_tune_decoding_keeps_the_best_setting_on_the_validation_pairs(trained, u
     bad = run_cli(["python", script, str(folder), "--source", str(tmp_path / "valid.src"), "--reference",
                    str(tmp_path / "short.tgt")], check=False)  # fmt: skip
     assert bad.returncode == 1 and "has 6 lines but" in bad.stderr and "Traceback" not in bad.stderr
+
+
+@pytest.mark.parametrize("style", ["fairseq", "gnmt"])
+def test_one_search_ranked_by_each_length_penalty_is_that_penalty_s_search(unilm, style):
+    """tune_decoding.py decodes once per group of settings that differ only in lenpen and ranks the finished
+    hypotheses by each penalty: the outputs of decoding with that penalty, for both penalty forms."""
+    spec = importlib.util.spec_from_file_location(
+        "tune_decoding", os.path.join(REPO, "scripts", "tune_decoding.py")
+    )
+    tune_decoding = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(tune_decoding)
+    settings = {"beam": 4, "min_len": 1, "max_len_b": 12, "lenpen_style": style}
+    # shorter than any training copy: the finished hypotheses differ in length, so the penalty decides
+    inputs = [*RAW_INPUTS, "w1 w2", "w7 W3", "w11"]
+    ids = [unilm.encode(text) for text in inputs]
+    searched = unilm.generate(ids, nbest=4, lenpen=1.0, **settings)
+    outputs = {}
+    for lenpen in (0.0, 0.5, 1.0, 2.0, 6.0):
+        ranked = tune_decoding.best_by_lenpen(searched, lenpen, style)
+        outputs[lenpen] = [unilm.decode(h["tokens"]) for h in ranked]
+        assert outputs[lenpen] == unilm.generate(inputs, lenpen=lenpen, **settings), lenpen
+    assert len({tuple(texts) for texts in outputs.values()}) > 1  # the penalties choose differently here
