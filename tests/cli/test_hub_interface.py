@@ -5,7 +5,6 @@ with a vocab.txt of those words, so raw text is lowercased on the way in).
 """
 
 import argparse
-import importlib.util
 import json
 import os
 import random
@@ -21,7 +20,7 @@ from unilm_fairseq.encoders.wordpiece import SPECIAL_TOKENS
 from unilm_fairseq.hub.base import _local_bpe_files
 from unilm_fairseq.models.unilmv2 import UniLMv2Model
 
-from ..helpers.cli import REPO, preprocess, run_cli
+from ..helpers.cli import REPO, load_script, preprocess, run_cli
 
 pytestmark = pytest.mark.slow
 
@@ -352,11 +351,7 @@ def test_tune_decoding_keeps_the_best_setting_on_the_validation_pairs(trained, u
 def test_one_search_ranked_by_each_length_penalty_is_that_penalty_s_search(unilm, style):
     """tune_decoding.py decodes once per group of settings that differ only in lenpen and ranks the finished
     hypotheses by each penalty: the outputs of decoding with that penalty, for both penalty forms."""
-    spec = importlib.util.spec_from_file_location(
-        "tune_decoding", os.path.join(REPO, "scripts", "tune_decoding.py")
-    )
-    tune_decoding = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(tune_decoding)
+    tune_decoding = load_script("scripts/tune_decoding.py")
     settings = {"beam": 4, "min_len": 1, "max_len_b": 12, "lenpen_style": style}
     # shorter than any training copy: the finished hypotheses differ in length, so the penalty decides
     inputs = [*RAW_INPUTS, "w1 w2", "w7 W3", "w11"]

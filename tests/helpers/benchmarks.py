@@ -1,21 +1,17 @@
 """The benchmarks' shared helpers, ``benchmarks/bench_common.py`` (a script folder), loaded once."""
 
 import functools
-import importlib.util
 import os
 import sys
 
-BENCHMARKS = os.path.join(
-    os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "benchmarks"
-)
+from . import cli
+
+BENCHMARKS = os.path.join(cli.REPO, "benchmarks")
 
 
 def load_script(name: str):
     """``benchmarks/NAME.py`` as a module named NAME."""
-    spec = importlib.util.spec_from_file_location(name, os.path.join(BENCHMARKS, f"{name}.py"))
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return cli.load_script(os.path.join("benchmarks", f"{name}.py"))
 
 
 @functools.lru_cache(maxsize=None)

@@ -1,6 +1,7 @@
 """Running this environment's console scripts (``fairseq-train`` ...), binarizing small corpora for them, and
 reading their training records."""
 
+import importlib.util
 import logging
 import os
 import re
@@ -60,6 +61,16 @@ def run_cli(args, cwd=REPO, env=None, check=True, timeout=900, input_text=None):
             f"STDERR:\n{proc.stderr[-6000:]}"
         )
     return proc
+
+
+def load_script(path, name=None):
+    """The Python script at ``path`` (relative to the repository root) as a module named ``name`` (its file
+    name without ``.py`` by default), imported without running its ``__main__`` block."""
+    name = name or os.path.splitext(os.path.basename(path))[0]
+    spec = importlib.util.spec_from_file_location(name, os.path.join(REPO, path))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
 def preprocess(args):

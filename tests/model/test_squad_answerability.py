@@ -2,10 +2,8 @@
 whether the instance is unanswerable or not"): its loss, its gradients, its checkpoints, and the decoding
 rule that uses it in place of the null span."""
 
-import importlib.util
 import json
 import math
-import os
 
 import numpy as np
 import pytest
@@ -21,7 +19,7 @@ from unilm_fairseq.qa.span_decoding import WindowScores, predict_span, question_
 from unilm_fairseq.qa.squad_inference import decode_answers, window_scores
 from unilm_fairseq.tasks.squad_qa import SquadQAConfig, SquadQATask
 
-from ..helpers.cli import REPO
+from ..helpers.cli import load_script
 from ..helpers.host_reads import no_host_reads
 from ..helpers.models import save_checkpoint, tiny_config
 from ..helpers.squad import write_squad_dir
@@ -221,17 +219,8 @@ def test_window_scores_report_the_classifier_probability(data_dir):
     assert set(answers.no_answer_prob) == set(answers.text)
 
 
-def load_predict_squad():
-    spec = importlib.util.spec_from_file_location(
-        "predict_squad", os.path.join(REPO, "scripts", "predict_squad.py")
-    )
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 def test_predict_squad_uses_the_classifier_when_the_model_has_it(data_dir, tmp_path):
-    predict_squad = load_predict_squad()
+    predict_squad = load_script("scripts/predict_squad.py")
     task = make_task(data_dir, answerability_head=True)
     torch.manual_seed(0)
     model = task.build_model(model_config())
@@ -265,7 +254,7 @@ def test_predict_squad_uses_the_classifier_when_the_model_has_it(data_dir, tmp_p
 
 
 def test_predict_squad_classifier_rule_needs_the_head(data_dir, tmp_path):
-    predict_squad = load_predict_squad()
+    predict_squad = load_script("scripts/predict_squad.py")
     task = make_task(data_dir)
     save_qa_checkpoint(task.build_model(model_config()), task, tmp_path / "qa.pt")
     with pytest.raises(SystemExit, match="--answerability-head"):

@@ -2,7 +2,6 @@
 in the layouts of cnn_dailymail, xsum, gigaword and squad, written here at run time; bad rows skipped,
 counted and logged; through the functions and scripts/prepare_seq2seq_data.py."""
 
-import importlib.util
 import json
 import os
 import sys
@@ -16,7 +15,7 @@ from unilm_fairseq.prepare import hf_rows as rows
 from unilm_fairseq.prepare import seq2seq_release_formats as sources
 from unilm_fairseq.prepare.seq2seq_release_formats import Pair
 
-from ..helpers.cli import REPO, run_cli
+from ..helpers.cli import REPO, load_script, run_cli
 
 SCRIPT = os.path.join(REPO, "scripts", "prepare_seq2seq_data.py")
 
@@ -259,13 +258,6 @@ def test_a_non_utf8_json_array_is_a_clear_error(tmp_path):
         read_all("cnndm", [str(path)], target_lines=True)
 
 
-def load_script():
-    spec = importlib.util.spec_from_file_location("prepare_seq2seq_data", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 @pytest.mark.parametrize(
     "extra, files, message",
     [
@@ -289,7 +281,7 @@ def test_cli_refuses_bad_options_and_models_before_reading(
     write_jsonl(tmp_path / "raw" / "train.jsonl", XSUM)
     for name, data in files.items():
         (tmp_path / name).write_bytes(data)
-    module = load_script()
+    module = load_script("scripts/prepare_seq2seq_data.py")
     monkeypatch.setattr(module.logging, "basicConfig", lambda **kwargs: None)  # pytest keeps the log
     monkeypatch.setattr(module, "read_split", lambda *a: pytest.fail("read before the options were checked"))
     argv = ["--format", "xsum", "--input", "raw", "--output", "out", "--splits", "train", *extra]

@@ -8,21 +8,14 @@ import pytest
 
 from unilm_fairseq.prepare import marco
 
-from ..helpers.cli import REPO
+from ..helpers.cli import REPO, load_script
 
 FIXTURES = os.path.join(REPO, "tests", "fixtures", "marco")
 DEV = os.path.join(FIXTURES, "dev_v2.1.json")
 
 
 def run_prepare(*argv):
-    import importlib.util
-
-    spec = importlib.util.spec_from_file_location(
-        "prepare_marco_data", os.path.join(REPO, "scripts", "prepare_marco_data.py")
-    )
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    module.main(list(argv))
+    load_script("scripts/prepare_marco_data.py").main(list(argv))
 
 
 def lines(path):

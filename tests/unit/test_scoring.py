@@ -5,7 +5,6 @@ METEOR runs against the real WordNet (``bash scripts/setup_wordnet.sh``, run by 
 these tests fail, never skip, when it is missing.
 """
 
-import importlib.util
 import json
 import math
 import os
@@ -29,7 +28,7 @@ from unilm_fairseq.scoring.metrics import (
 )
 from unilm_fairseq.scoring.rouge import RougeConfig, RougeScorer
 
-from ..helpers.cli import REPO
+from ..helpers.cli import REPO, load_script
 
 SCORE_PY = os.path.join(REPO, "scripts", "score.py")
 
@@ -276,13 +275,6 @@ def test_scorer_from_generate_command_line():
 # ------------------------------------------------------------------------------------ scripts/score.py
 
 
-def load_score_script():
-    spec = importlib.util.spec_from_file_location("score_script", SCORE_PY)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 GENERATE_OUTPUT = [
     "2024-01-01 | INFO | fairseq_cli.generate | loading model",
     "S-1\tsource one",
@@ -305,7 +297,7 @@ GENERATE_OUTPUT = [
 
 
 def test_parse_generate_output():
-    parse = load_score_script().parse_generate_output
+    parse = load_script("scripts/score.py", "score_script").parse_generate_output
     hyps, refs = parse(GENERATE_OUTPUT)
     assert hyps == ["the cat sat <q> it was happy", "police arrested a man on friday", ""]
     assert refs == [

@@ -1,7 +1,6 @@
 """scripts/tokenize_text.py: raw text -> tokens for fairseq-preprocess, line for line."""
 
 import argparse
-import importlib.util
 import json
 import os
 
@@ -12,6 +11,7 @@ from fairseq.data.encoders import build_bpe
 from unilm_fairseq.encoders.wordpiece import SPECIAL_TOKENS
 from unilm_fairseq.encoders.wordpiece_tokenizer import basic_tokenize
 
+from ..helpers import cli
 from ..helpers.cli import REPO, run_cli
 from ..helpers.resources import austen_documents
 
@@ -19,10 +19,7 @@ SCRIPT = os.path.join(REPO, "scripts", "tokenize_text.py")
 
 
 def load_script():
-    spec = importlib.util.spec_from_file_location("tokenize_text", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return cli.load_script("scripts/tokenize_text.py")
 
 
 @pytest.fixture(scope="module")
