@@ -57,7 +57,7 @@ def value_list(kind):
             raise argparse.ArgumentTypeError(f"{text!r} is not a comma-separated list of {kind.__name__}s")
         if not values:
             raise argparse.ArgumentTypeError("an empty list")
-        return list(dict.fromkeys(values))  # repeats once
+        return values  # grid() drops repeats
 
     return parse
 
@@ -238,10 +238,10 @@ def main(argv=None) -> int:
         sources, refs = read_lines(args.source), read_lines(args.reference)
         if len(sources) != len(refs):
             raise ValueError(f"{args.source} has {len(sources)} lines but {args.reference} has {len(refs)}")
-        pairs = [(s, r) for s, r in zip(sources, refs) if s.strip() and r.strip()][: args.limit]
+        pairs = [(s, r) for s, r in zip(sources, refs) if s.strip() and r.strip()]
         if not pairs:
             raise ValueError(f"{args.source}: no pair with both a source and a reference")
-        skipped = min(len(sources), args.limit or len(sources)) - len(pairs)
+        skipped, pairs = len(sources) - len(pairs), pairs[: args.limit]
         current = folder_settings(read_generation_defaults(args.model_dir))
         hub = load_model_folder(args.model_dir, args.checkpoint_file, args.cpu)
     except (OSError, ValueError) as error:  # a missing folder or file, a bad generation.json or input
@@ -254,7 +254,7 @@ def main(argv=None) -> int:
     varied = [name for name in GRID_OPTIONS if len({str(s[name]) for s in settings}) > 1]
     logger.info(
         "%d settings x %d validation pairs%s", len(settings), len(pairs),
-        f" ({skipped} with an empty side left out)" if skipped > 0 else "",
+        f" ({skipped} of the file's with an empty side left out)" if skipped else "",
     )  # fmt: skip
     sources, refs = [s for s, _ in pairs], [r for _, r in pairs]
     try:

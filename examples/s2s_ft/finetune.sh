@@ -271,7 +271,6 @@ if stage_on generate; then
     read -r -a tune_flags <<< "$TUNE_GRID"
     tune_stage "$SAVE" "$decoded" "$BIN" "$DATA/valid.src" "$DATA/valid.tgt" "$WORK/decoding-search.txt" \
       "${tune_flags[@]}" --batch-size "$GEN_BATCH" ${DEVICE[@]+"${DEVICE[@]}"}
-    MAX_LEN=$MAX_LEN_B
   fi
   echo "== generate the test set with $decoded: beam $BEAM, length penalty $LENPEN, min length $MIN_LEN," \
     "no repeated ${NO_REPEAT_NGRAM}-grams"
