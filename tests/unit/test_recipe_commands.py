@@ -180,7 +180,7 @@ SCENARIOS = [
     Scenario("examples/s2s_ft/finetune.sh", "overrides", ("{TMP}/data", "{TMP}/work", *EXTRA),
              {"CPU": "0", "PRETRAINED": "{TMP}/minilm/model.pt", "METHOD": "masked", "UPDATES": "40",
               "EVAL_ROUGE": "1", "MINUTES": "5", "INIT": "random", "CKPT": "last", "BATCH": "4",
-              "FRESH": "1"},
+              "FRESH": "1", "BOOTSTRAP": "0"},
              {**FINETUNE_FILES, **model_folder("minilm"), "data/test.lead.hyp": 10,
               "data/test.bart.hyp": 10}),
     # the best setting scripts/tune_decoding.py wrote (a stand-in) decodes the test set and the model folder
@@ -248,6 +248,10 @@ SCENARIOS = [
              {"CPU": "1", "MODEL_DIR": "{TMP}/hf", "START": "released", "TEST_PAIRS": "3", "MAX_SRC": "128"},
              {**text_pairs("work/data", 100), **model_folder("work/run/model"),
               **finetune_outputs("work/run")}),
+    Scenario("examples/aclsum/seeds.sh", "", ("{TMP}/work", "1", "2"), {"CPU": "1", "MODEL_DIR": "{TMP}/hf"},
+             {name: content for seed in (1, 2) for name, content in
+              {**text_pairs(f"work/seed{seed}/data", 100), **model_folder(f"work/seed{seed}/run/model"),
+               **finetune_outputs(f"work/seed{seed}/run")}.items()}),
     Scenario("examples/aclsum/continue_pmlm.sh", "", ("{TMP}/work", *EXTRA),
              {"CPU": "1", "MODEL_DIR": "{TMP}/hf"},
              {**model_folder("work/model"), **text_pairs("work/data", 100), **finetune_outputs("work/run")}),

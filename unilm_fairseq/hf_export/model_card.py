@@ -170,14 +170,26 @@ def _table(rows: List[List[object]], header: List[str]) -> List[str]:
 def _scores_section(scores: dict) -> List[str]:
     systems = scores.get("scores") or {}
     measures = ("rouge1", "rouge2", "rougeL")
-    rows = [
-        [name] + [f"{values.get(m, float('nan')):.2f}" for m in measures] for name, values in systems.items()
-    ]
+    bootstrap = scores.get("bootstrap") or {}
+    intervals = bootstrap.get("intervals") or {}
+
+    def cell(name: str, measure: str) -> str:
+        text = f"{systems[name].get(measure, float('nan')):.2f}"
+        interval = intervals.get(name, {}).get(measure)
+        return f"{text} ({interval[0]:.2f}-{interval[1]:.2f})" if interval else text
+
+    rows = [[name] + [cell(name, m) for m in measures] for name in systems]
+    note = ""
+    if intervals:
+        note = (
+            f"; in brackets, the 95% interval over {bootstrap.get('resamples')} bootstrap resamples of the "
+            "test pairs"
+        )
     lines = [
         "## Scores",
         "",
         f"Test set, {scores.get('num_pairs')} pairs, F1 x 100 ({scores.get('rouge_backend')}, "
-        "written by scripts/rouge_table.py; baselines beside the model):",
+        f"written by scripts/rouge_table.py; baselines beside the model{note}):",
         "",
     ]
     return lines + _table(rows, ["system", "ROUGE-1", "ROUGE-2", "ROUGE-L"]) + [""]

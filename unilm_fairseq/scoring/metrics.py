@@ -106,15 +106,29 @@ def rouge_scores(
 
         scores = perl_rouge(hyps, refs, sentence_separator, stemming=use_stemmer)
         return {rouge_type: scores[rouge_type].fmeasure for rouge_type in ROUGE_TYPES}
+    per_pair = rouge_pair_scores(hyps, refs, sentence_separator, use_stemmer)
+    return {rouge_type: sum(values) / len(values) for rouge_type, values in per_pair.items()}
+
+
+def rouge_pair_scores(
+    hyps: Sequence[str],
+    refs: Sequence[str],
+    sentence_separator: Optional[str] = None,
+    use_stemmer: bool = True,
+) -> Dict[str, List[float]]:
+    """rouge-score's ROUGE-1/2/L/Lsum F1 of each pair, in [0, 1], keyed by :data:`ROUGE_TYPES`: what
+    :func:`rouge_scores` averages, and what a bootstrap over the pairs resamples
+    (:mod:`unilm_fairseq.scoring.bootstrap`)."""
+    check_pairs(hyps, refs)
     scorer = rouge_score_scorer(ROUGE_TYPES, use_stemmer)
-    totals = dict.fromkeys(ROUGE_TYPES, 0.0)
+    per_pair: Dict[str, List[float]] = {rouge_type: [] for rouge_type in ROUGE_TYPES}
     for hyp, ref in zip(hyps, refs):
         scores = scorer.score(
             split_sentences(ref, sentence_separator), split_sentences(hyp, sentence_separator)
         )
         for rouge_type in ROUGE_TYPES:
-            totals[rouge_type] += scores[rouge_type].fmeasure
-    return {rouge_type: total / len(hyps) for rouge_type, total in totals.items()}
+            per_pair[rouge_type].append(scores[rouge_type].fmeasure)
+    return per_pair
 
 
 def bleu4(hyps: Sequence[str], refs: Sequence[str], tokenize: str = "13a", lowercase: bool = False) -> float:

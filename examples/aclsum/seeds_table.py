@@ -1,0 +1,151 @@
+#!/usr/bin/env python
+"""The seeds of ``examples/aclsum/seeds.sh`` in one table (printed, markdown): each seed's test ROUGE and best
+validation NLL, their mean, standard deviation and range, and, beside them, how much the test sample alone
+moves a score (the bootstrap intervals of ``scripts/rouge_table.py --bootstrap``).
+
+    python examples/aclsum/seeds_table.py work/aclsum-seeds [--resamples 1000] [--json FILE]
+
+Each ``WORK/seedN`` holds the main job's folders: ``data/`` (the references and the baselines' outputs)
+and ``run/`` (``test.hyp``, the outputs as scored, and ``logs/train.log``). The last rows compare with the
+positional baseline on the same pairs: per seed, the difference and the paired bootstrap's p (the share
+of resamples where the model is not ahead), and for the seeds together, each pair's score averaged over
+the seeds against the baseline's.
+"""
+
+import argparse
+import json
+import os
+import re
+import statistics
+import sys
+
+import numpy as np
+
+from unilm_fairseq.encoders.text_lines import read_lines
+from unilm_fairseq.scoring.bootstrap import mean_interval, paired_comparison, resample_indices
+from unilm_fairseq.scoring.metrics import rouge_pair_scores
+
+COLUMNS = (("rouge1", "ROUGE-1"), ("rouge2", "ROUGE-2"), ("rougeL", "ROUGE-L"))
+VALID_NLL = re.compile(r"valid on 'valid' subset \| loss [\d.]+ \| nll_loss ([\d.]+) \|.*num_updates (\d+)")
+BASELINE = "positional"
+
+
+def seed_folders(work: str):
+    """(seed, folder) of every finished seed in ``work``, by seed."""
+    found = []
+    for name in os.listdir(work):
+        match = re.fullmatch(r"seed(\d+)", name)
+        if match and os.path.isfile(os.path.join(work, name, "run", "test.hyp")):
+            found.append((int(match.group(1)), os.path.join(work, name)))
+    return sorted(found)
+
+
+def best_valid_nll(log_path: str):
+    """The lowest validation NLL (bits) in a fairseq-train log and its update, or None."""
+    if not os.path.isfile(log_path):
+        return None
+    with open(log_path, encoding="utf-8") as f:
+        found = VALID_NLL.findall(f.read())
+    return min(((float(nll), int(update)) for nll, update in found), default=None)
+
+
+def spread(values):
+    """mean, sample standard deviation, min, max"""
+    return (
+        statistics.mean(values),
+        statistics.stdev(values) if len(values) > 1 else 0.0,
+        min(values),
+        max(values),
+    )
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("work", help="the folder of examples/aclsum/seeds.sh (its seedN folders)")
+    parser.add_argument("--resamples", type=int, default=1000, help="bootstrap resamples of the test pairs")
+    parser.add_argument("--json", help="also write the table's numbers here")
+    args = parser.parse_args(argv)
+    seeds = seed_folders(args.work) if os.path.isdir(args.work) else []
+    if not seeds:
+        print(f"error: no finished seed in {args.work} (seedN/run/test.hyp)", file=sys.stderr)
+        return 1
+    refs = read_lines(os.path.join(seeds[0][1], "data", "test.tgt"))
+    baseline = rouge_pair_scores(read_lines(os.path.join(seeds[0][1], "data", f"test.{BASELINE}.hyp")), refs)
+    indices = resample_indices(len(refs), args.resamples, seed=1)
+    rows, pair_scores = [], []
+    for seed, folder in seeds:
+        if read_lines(os.path.join(folder, "data", "test.tgt")) != refs:
+            print(
+                f"error: {folder}/data/test.tgt differs from seed {seeds[0][0]}'s references", file=sys.stderr
+            )
+            return 1
+        per_pair = rouge_pair_scores(read_lines(os.path.join(folder, "run", "test.hyp")), refs)
+        pair_scores.append(per_pair)
+        scores = {key: 100 * float(np.mean(per_pair[key])) for key, _ in COLUMNS}
+        intervals = {key: [100 * x for x in mean_interval(per_pair[key], indices)] for key, _ in COLUMNS}
+        against = {key: paired_comparison(per_pair[key], baseline[key], indices) for key, _ in COLUMNS}
+        nll = best_valid_nll(os.path.join(folder, "run", "logs", "train.log"))
+        rows.append(
+            {
+                "seed": seed,
+                "scores": scores,
+                "intervals": intervals,
+                "valid_nll": nll,
+                "against": {k: [100 * c.difference, c.not_ahead] for k, c in against.items()},
+            }
+        )
+
+    def md_row(*cells):
+        print("| " + " | ".join(cells) + " |")
+
+    md_row("seed", "valid NLL (bits), best", *(title for _, title in COLUMNS),
+           f"ROUGE-L - {BASELINE} (p)", f"ROUGE-2 - {BASELINE} (p)")  # fmt: skip
+    print("|---:|---:|---:|---:|---:|---:|---:|")
+    for row in rows:
+        nll = f"{row['valid_nll'][0]:.2f} (update {row['valid_nll'][1]})" if row["valid_nll"] else ""
+        diffs = (f"{row['against'][k][0]:+.2f} ({row['against'][k][1]:.3f})" for k in ("rougeL", "rouge2"))
+        md_row(str(row["seed"]), nll, *(f"{row['scores'][key]:.2f}" for key, _ in COLUMNS), *diffs)
+    summary = {key: spread([row["scores"][key] for row in rows]) for key, _ in COLUMNS}
+    nlls = [row["valid_nll"][0] for row in rows if row["valid_nll"]]
+    nll_cell = "{:.2f} ± {:.2f}".format(*spread(nlls)[:2]) if nlls else ""
+    mean_sd = (f"{summary[key][0]:.2f} ± {summary[key][1]:.2f}" for key, _ in COLUMNS)
+    md_row(f"mean ± sd over {len(rows)} seeds", nll_cell, *mean_sd, "", "")
+    ranges = (f"{summary[key][2]:.2f}-{summary[key][3]:.2f}" for key, _ in COLUMNS)
+    md_row("range over the seeds", "", *ranges, "", "")
+    widths = {
+        key: statistics.mean(row["intervals"][key][1] - row["intervals"][key][0] for row in rows)
+        for key, _ in COLUMNS
+    }
+    md_row(f"95% bootstrap interval over the {len(refs)} test pairs, width (mean over the seeds)", "",
+           *(f"{widths[key]:.2f}" for key, _ in COLUMNS), "", "")  # fmt: skip
+    averaged = {key: np.mean([p[key] for p in pair_scores], axis=0).tolist() for key, _ in COLUMNS}
+    together = {key: paired_comparison(averaged[key], baseline[key], indices) for key, _ in COLUMNS}
+    md_row(f"the seeds' mean per pair - {BASELINE} (p)", "",
+           *(f"{100 * together[key].difference:+.2f} ({together[key].not_ahead:.3f})" for key, _ in COLUMNS),
+           "", "")  # fmt: skip
+    base = {key: 100 * float(np.mean(baseline[key])) for key, _ in COLUMNS}
+    print(
+        f"\n{BASELINE} baseline: " + " / ".join(f"{base[key]:.2f}" for key, _ in COLUMNS)
+        + f"; p: the share of {args.resamples} paired bootstrap resamples of the test pairs in which the "
+        "model is not ahead of it"
+    )  # fmt: skip
+    if args.json:
+        record = {
+            "seeds": rows,
+            "baseline": {BASELINE: base},
+            "resamples": args.resamples,
+            "mean_sd_min_max": summary,
+            "interval_width": widths,
+            "seeds_mean_against_baseline": {
+                k: [100 * c.difference, c.not_ahead] for k, c in together.items()
+            },
+        }
+        with open(args.json, "w", encoding="utf-8") as f:
+            json.dump(record, f, indent=2)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
