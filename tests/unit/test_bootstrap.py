@@ -174,3 +174,30 @@ def test_model_card_shows_the_intervals_rouge_table_recorded():
     assert "| model | 29.98 (28.59-31.48) | 10.43 (9.43-11.54) | 24.59 (23.32-25.94) |" in card
     assert "| lead | 22.32 | 6.55 | 17.05 |" in card  # no interval recorded for it: the score alone
     assert "the 95% interval over 1000 bootstrap resamples of the test pairs" in card
+
+
+def test_score_script_bootstrap_intervals(tmp_path):
+    ref = os.path.join(REAL_PAIRS, "reference.txt")
+    hyps = os.path.join(REAL_PAIRS, "system.txt")
+    script = os.path.join(REPO, "scripts", "score.py")
+    base = [sys.executable, script, "--hyp", hyps, "--ref", ref, "--metrics", "rouge"]
+    out = subprocess.run([*base, "--bootstrap", "200", "--json", str(tmp_path / "s.json")],
+                         capture_output=True, text=True, cwd=REPO)  # fmt: skip
+    assert out.returncode == 0, out.stderr
+    record = json.loads((tmp_path / "s.json").read_text())
+    per_pair = rouge_pair_scores(lines_of(hyps), lines_of(ref))
+    expected = mean_interval(per_pair["rouge2"], resample_indices(27, 200, seed=1))
+    assert record["rouge_ci"]["rouge2"] == pytest.approx([100 * x for x in expected])
+    assert f"(95% CI {100 * expected[0]:.2f} - {100 * expected[1]:.2f})" in out.stdout
+    assert "intervals: 200 resamples of the pairs, seed 1" in out.stdout
+    plain = subprocess.run(base, capture_output=True, text=True, cwd=REPO)
+    assert "95% CI" not in plain.stdout and plain.stdout.splitlines()[2] == out.stdout.splitlines()[2][:20]
+    refused = subprocess.run(
+        [*base, "--bootstrap", "5", "--rouge-backend", "perl"], capture_output=True, text=True
+    )
+    assert refused.returncode == 2 and "the perl backend prints its own 95% intervals" in refused.stderr
+
+
+def lines_of(path):
+    with open(path, encoding="utf-8") as f:
+        return f.read().splitlines()
