@@ -229,14 +229,17 @@ def bootstrap_tables(args, pair_scores: Dict[str, Dict[str, List[float]]], width
         f"\n{percent} intervals ({args.bootstrap} bootstrap resamples of the {num_pairs} test pairs, "
         f"seed {args.bootstrap_seed})"
     )
-    print(f"{'system':<{width}}" + "".join(f"{title:>15}" for _, title in COLUMNS))
+
+    def row(name, cells, cell_width):
+        print(f"{name:<{width}}" + "".join(f"{cell:>{cell_width}}" for cell in cells))
+
+    row("system", (title for _, title in COLUMNS), 15)
     intervals = {}
     for name, per_pair in pair_scores.items():
         intervals[name] = {
             key: [100 * x for x in mean_interval(per_pair[key], indices)] for key, _ in COLUMNS
         }
-        cells = (f"{low:.2f}-{high:.2f}" for low, high in intervals[name].values())
-        print(f"{name:<{width}}" + "".join(f"{cell:>15}" for cell in cells))
+        row(name, (f"{low:.2f}-{high:.2f}" for low, high in intervals[name].values()), 15)
     if len(pair_scores) == 1:
         return {"resamples": args.bootstrap, "seed": args.bootstrap_seed, "confidence": DEFAULT_CONFIDENCE,
                 "intervals": intervals}  # fmt: skip
@@ -244,7 +247,7 @@ def bootstrap_tables(args, pair_scores: Dict[str, Dict[str, List[float]]], width
         f"\n{args.against} against each system: its lead ({args.against} minus the system), the lead's "
         f"{percent} interval, and p: the share of resamples in which the lead does not keep its sign"
     )
-    print(f"{'system':<{width}}" + "".join(f"{title:>36}" for _, title in COLUMNS))
+    row("system", (title for _, title in COLUMNS), 36)
     paired = {}
     for name, per_pair in pair_scores.items():
         if name == args.against:
@@ -263,7 +266,7 @@ def bootstrap_tables(args, pair_scores: Dict[str, Dict[str, List[float]]], width
                 f"{100 * result.difference:+.2f} ({100 * result.low:+.2f}..{100 * result.high:+.2f}) "
                 f"p {result.not_ahead:.3f}"
             )
-        print(f"{name:<{width}}" + "".join(f"{cell:>36}" for cell in cells))
+        row(name, cells, 36)
     return {
         "resamples": args.bootstrap,
         "seed": args.bootstrap_seed,

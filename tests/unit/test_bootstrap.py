@@ -3,12 +3,12 @@ and scripts/rouge_table.py --bootstrap on real ACLSum summaries."""
 
 import json
 import os
-import subprocess
 import sys
 
 import numpy as np
 import pytest
 
+from tests.helpers.cli import run_cli
 from unilm_fairseq.scoring.bootstrap import mean_interval, paired_comparison, resample_indices
 from unilm_fairseq.scoring.metrics import rouge_pair_scores, rouge_scores
 
@@ -97,10 +97,7 @@ def test_pair_scores_average_to_rouge_scores():
 
 
 def rouge_table(*args):
-    return subprocess.run(
-        [sys.executable, os.path.join(REPO, "scripts", "rouge_table.py"), *args],
-        capture_output=True, text=True, cwd=REPO,
-    )  # fmt: skip
+    return run_cli([sys.executable, os.path.join(REPO, "scripts", "rouge_table.py"), *args], check=False)
 
 
 def test_rouge_table_bootstrap_on_real_summaries(tmp_path):
@@ -181,8 +178,7 @@ def test_score_script_bootstrap_intervals(tmp_path):
     hyps = os.path.join(REAL_PAIRS, "system.txt")
     script = os.path.join(REPO, "scripts", "score.py")
     base = [sys.executable, script, "--hyp", hyps, "--ref", ref, "--metrics", "rouge"]
-    out = subprocess.run([*base, "--bootstrap", "200", "--json", str(tmp_path / "s.json")],
-                         capture_output=True, text=True, cwd=REPO)  # fmt: skip
+    out = run_cli([*base, "--bootstrap", "200", "--json", str(tmp_path / "s.json")], check=False)
     assert out.returncode == 0, out.stderr
     record = json.loads((tmp_path / "s.json").read_text())
     per_pair = rouge_pair_scores(lines_of(hyps), lines_of(ref))
@@ -190,11 +186,9 @@ def test_score_script_bootstrap_intervals(tmp_path):
     assert record["rouge_ci"]["rouge2"] == pytest.approx([100 * x for x in expected])
     assert f"(95% CI {100 * expected[0]:.2f} - {100 * expected[1]:.2f})" in out.stdout
     assert "intervals: 200 resamples of the pairs, seed 1" in out.stdout
-    plain = subprocess.run(base, capture_output=True, text=True, cwd=REPO)
+    plain = run_cli(base, check=False)
     assert "95% CI" not in plain.stdout and plain.stdout.splitlines()[2] == out.stdout.splitlines()[2][:20]
-    refused = subprocess.run(
-        [*base, "--bootstrap", "5", "--rouge-backend", "perl"], capture_output=True, text=True
-    )
+    refused = run_cli([*base, "--bootstrap", "5", "--rouge-backend", "perl"], check=False)
     assert refused.returncode == 2 and "the perl backend prints its own 95% intervals" in refused.stderr
 
 
