@@ -77,6 +77,10 @@ def test_console_shows_the_steps_the_training_the_table_and_the_logs(smoke):
     assert re.search(r"\| valid \| .*valid on 'valid' subset", console), "no validation line"
     pairs = SMOKE["TEST_PAIRS"]
     assert re.search(rf"^system +ROUGE-1 +ROUGE-2 +ROUGE-L +\({pairs} pairs", console, re.M), "no ROUGE table"
+    assert re.search(rf"^95% intervals \(1000 bootstrap resamples of the {pairs} test pairs", console, re.M)
+    assert re.search(
+        r"^positional +[-+]\d+\.\d\d \([-+]\d+\.\d\d\.\.[-+]\d+\.\d\d\) p [01]\.\d{3}", console, re.M
+    )
     assert re.search(r"^\[0\] reference: ", console, re.M), "no example"
     named = re.search(r"^== full logs: (\S+)/ \((.*)\)$", console, re.M)
     assert named, "the log files are not named"
