@@ -18,6 +18,13 @@ setting stays, then the earlier one. Sources and references are raw text, one pe
 reads its ``valid.src`` and ``valid.tgt``. ``--write`` also records the whole search in
 ``decoding_search.json`` beside it. Settings that differ only in their length penalty share one search: the
 penalty only ranks the hypotheses beam search finished, so all ``beam`` of them are kept and ranked by each.
+
+A validation set of a few hundred pairs is a sample, so the table's ``p`` column says, for each setting, in
+what share of ``--bootstrap`` resamples of the pairs its lead over the folder's own setting does not keep
+its sign (the paired bootstrap of ``scripts/rouge_table.py``). The best is the highest score, as the
+papers' grid searches pick; ``--max-p P`` keeps the folder's setting unless the best's p, multiplied by the
+number of settings tried beside the folder's (Bonferroni's correction, since the best of many is picked),
+is at most P, so a gain that resampling does not bear out changes nothing.
 """
 
 import argparse
@@ -27,12 +34,13 @@ import logging
 import os
 import sys
 import time
-from typing import Dict, List, Sequence
+from typing import Dict, List, Optional, Sequence
 
 from unilm_fairseq.encoders.text_lines import read_lines
 from unilm_fairseq.hub import load_model_folder, log_for_decoding_scripts
 from unilm_fairseq.hub.base import GENERATION_FILE, read_generation_defaults
 from unilm_fairseq.modules.length_penalty import gnmt_length_penalty
+from unilm_fairseq.scoring.bootstrap import paired_comparison, resample_indices
 
 logger = logging.getLogger("tune_decoding")
 
@@ -80,6 +88,20 @@ def parse_args(argv=None) -> argparse.Namespace:
     parser.add_argument(
         "--metric", choices=sorted(METRICS), default="rougeL", help="what the best maximises [%(default)s]"
     )
+    parser.add_argument(
+        "--bootstrap",
+        type=int,
+        default=1000,
+        metavar="N",
+        help="resamples of the pairs for each setting's p against the folder's [%(default)s; 0: no p]",
+    )
+    parser.add_argument(
+        "--max-p",
+        type=float,
+        default=1.0,
+        help="keep the folder's setting unless the best's p, x the settings tried, is at most this "
+        "[%(default)s: the best always]",
+    )
     parser.add_argument("--limit", type=int, help="tune on the first N pairs only [all]")
     parser.add_argument("--write", action="store_true", help=f"keep the best in {GENERATION_FILE}")
     parser.add_argument(
@@ -93,6 +115,12 @@ def parse_args(argv=None) -> argparse.Namespace:
         value = getattr(args, name)
         if value is not None and value < 1:
             parser.error(f"--{name.replace('_', '-')} must be at least 1, not {value}")
+    if args.bootstrap < 0:
+        parser.error(f"--bootstrap {args.bootstrap}: must be 0 (no p) or more")
+    if not 0.0 <= args.max_p <= 1.0:
+        parser.error(f"--max-p {args.max_p}: must be between 0 and 1")
+    if args.max_p < 1.0 and not args.bootstrap:
+        parser.error("--max-p needs --bootstrap N (N > 0)")
     for name in ("beam", "min_len", "max_len_b", "no_repeat_ngram_size"):
         low = 1 if name in ("beam", "max_len_b") else 0
         bad = [value for value in getattr(args, name) or [] if value < low]
@@ -125,12 +153,13 @@ def grid(args, current: Dict) -> List[Dict]:
     return possible
 
 
-def score(hyps: Sequence[str], refs: Sequence[str]) -> Dict[str, float]:
-    from unilm_fairseq.scoring.metrics import rouge_scores
+def score(hyps: Sequence[str], refs: Sequence[str]) -> Dict[str, List[float]]:
+    """Each metric of :data:`METRICS` per pair, x100 (``mean``: of ROUGE-1, 2 and L)."""
+    from unilm_fairseq.scoring.metrics import rouge_pair_scores
 
-    found = {key: 100 * value for key, value in rouge_scores(hyps, refs).items() if key != "rougeLsum"}
-    found["mean"] = (found["rouge1"] + found["rouge2"] + found["rougeL"]) / 3
-    return found
+    found = {key: [100 * v for v in values] for key, values in rouge_pair_scores(hyps, refs).items()}
+    found["mean"] = [sum(three) / 3 for three in zip(found["rouge1"], found["rouge2"], found["rougeL"])]
+    return {key: found[key] for key in METRICS}
 
 
 def length_divisor(length: int, lenpen: float, style: str) -> float:
@@ -180,7 +209,9 @@ def search(hub, sources, refs, settings: List[Dict], batch_size: int) -> List[Di
         for setting in group:
             hyps = [hub.decode(h["tokens"]) for h in best_by_lenpen(hypotheses, setting["lenpen"], style)]
             seconds = time.monotonic() - start
-            row = {"setting": setting, **score(hyps, refs)}
+            per_pair = score(hyps, refs)
+            row = {"setting": setting, **{key: sum(v) / len(v) for key, v in per_pair.items()}}
+            row["pairs"] = per_pair  # for the bootstrap; not recorded
             row["words"] = sum(len(hyp.split()) for hyp in hyps) / len(hyps)
             row["seconds"] = round(seconds, 1)
             rows.append(row)
@@ -205,17 +236,42 @@ def best_row(rows: List[Dict], metric: str, current: Dict) -> Dict:
     return next((row for row in tied if row["setting"] == current), tied[0])
 
 
+def add_p(rows: List[Dict], mine: Dict, metric: str, resamples: int) -> None:
+    """Each row's ``p``: the share of paired resamples of the pairs in which its lead over the folder's
+    row on ``metric`` does not keep its sign (1.0 for the folder's own row and for equal scores)."""
+    indices = resample_indices(len(mine["pairs"][metric]), resamples, seed=1)
+    for row in rows:
+        row["p"] = paired_comparison(row["pairs"][metric], mine["pairs"][metric], indices).not_ahead
+
+
+def adjusted_p(row: Dict, rows: List[Dict]) -> float:
+    """The row's p times the number of settings tried beside the folder's, at most 1 (Bonferroni's
+    correction): the best of many settings is ahead by chance more often than any one of them."""
+    return min(1.0, row["p"] * max(len(rows) - 1, 1))
+
+
+def guarded_best(best: Dict, mine: Optional[Dict], rows: List[Dict], max_p: float) -> Dict:
+    """The best row, or the folder's own (``mine``) when the best's adjusted p against it is above
+    ``max_p``."""
+    if mine is not None and best is not mine and "p" in best and adjusted_p(best, rows) > max_p:
+        return mine
+    return best
+
+
 def table(rows: List[Dict], varied: List[str], best: Dict, current: Dict) -> str:
     names = varied or ["lenpen"]
     width = max(10, *(len(name) + 2 for name in names))
-    lines = ["".join(f"{name:<{width}}" for name in names) + "ROUGE-1  ROUGE-2  ROUGE-L   words      s"]
+    with_p = all("p" in row for row in rows)
+    head = "".join(f"{name:<{width}}" for name in names) + "ROUGE-1  ROUGE-2  ROUGE-L   words      s"
+    lines = [head + ("      p" if with_p else "")]
     for row in rows:
         mark = " <- best" if row is best else ""
         if row["setting"] == current:
             mark += " (the folder's)"
         cells = "".join(f"{str(row['setting'][name]):<{width}}" for name in names)
         scores = "".join(f"{row[key]:>7.2f}  " for key in ("rouge1", "rouge2", "rougeL"))
-        lines.append(f"{cells}{scores}{row['words']:>6.1f} {row['seconds']:>6.0f}{mark}")
+        p = f" {row['p']:>6.3f}" if with_p and row["setting"] != current else ("      -" if with_p else "")
+        lines.append(f"{cells}{scores}{row['words']:>6.1f} {row['seconds']:>6.0f}{p}{mark}")
     return "\n".join(lines)
 
 
@@ -263,11 +319,22 @@ def main(argv=None) -> int:
         print(f"error: {error}", file=sys.stderr)
         return 1
     best = best_row(rows, args.metric, current)
-    print(f"{len(pairs)} validation pairs, rouge-score F1 x100, the best by {METRICS[args.metric]}:")
+    mine = next((row for row in rows if row["setting"] == current), None)  # None: its min_len > max_len
+    if args.bootstrap and mine is not None:
+        add_p(rows, mine, args.metric, args.bootstrap)
+    tested = ""
+    if "p" in best:
+        tested = f"; p: its lead over the folder's in {args.bootstrap} resamples of the pairs"
+    print(f"{len(pairs)} validation pairs, rouge-score F1 x100, the best by {METRICS[args.metric]}{tested}:")
     print(table(rows, varied, best, current))
-    mine = next((row for row in rows if row["setting"] == current), None)
     gain = f" ({args.metric} {mine[args.metric]:.2f} -> {best[args.metric]:.2f})" if mine else ""
     print(f"best: {describe(best['setting'])}{gain}")
+    if guarded_best(best, mine, rows, args.max_p) is not best:
+        print(
+            f"its p {best['p']:.3f} x {len(rows) - 1} settings tried beside the folder's = "
+            f"{adjusted_p(best, rows):.3f} is above --max-p {args.max_p:g}: the folder's setting stays"
+        )
+        best = mine
     record = {
         "source": args.source,
         "reference": args.reference,
@@ -275,7 +342,9 @@ def main(argv=None) -> int:
         "metric": args.metric,
         "before": current,
         "chosen": best["setting"],
-        "rows": rows,
+        "bootstrap": args.bootstrap,
+        "max_p": args.max_p,
+        "rows": [{k: v for k, v in row.items() if k != "pairs"} for row in rows],
     }
     if args.write:
         write_choice(args.model_dir, best, record)

@@ -57,7 +57,8 @@
 #               scripts/tune_decoding.py TUNE_GRID (each setting decodes valid.src and is scored by ROUGE-L
 #               against valid.tgt; the papers tune on the development sets: s2s-ft Appendix A; UniLM v1
 #               §3.1); the test set and the model folder get the best [0]
-#   TUNE_GRID   the values to try, as tune_decoding.py's options [--lenpen TUNE_LENPENS, in the config]
+#   TUNE_GRID   the values to try, as tune_decoding.py's options (add --max-p 0.05 to keep the folder's
+#               settings unless the best's gain survives the paired bootstrap) [--lenpen TUNE_LENPENS, in the config]
 #   FRESH       1: delete WORK_DIR/checkpoints and train from the start; 0: a re-run resumes from
 #               checkpoint_last.pt there, as fairseq-train does, so an interrupted run goes on [0]
 #   CPU         1: train and generate on the CPU even if CUDA is available [1 when no GPU is visible]

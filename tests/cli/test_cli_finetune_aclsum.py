@@ -102,12 +102,16 @@ def test_finetune_script_learns_real_pairs_without_degenerate_output(tmp_path):
         assert len(tokens) >= 5 and top <= max(3, 0.2 * len(tokens)), hyp
         assert len(set(tokens)) >= 0.6 * len(tokens), hyp
     # TUNE=1: the settings are chosen on the validation pairs, then the test set and the folder use the best
+    grid = "--lenpen 0.6 --max-p 0.05"
     tuned = run_cli([shutil.which("bash"), script, str(data), str(work), *tiny],
-                    env={**env, "STAGES": "generate", "TUNE": "1", "TUNE_GRID": "--lenpen 0.6"})  # fmt: skip
+                    env={**env, "STAGES": "generate", "TUNE": "1", "TUNE_GRID": grid})  # fmt: skip
     search = json.loads((work / "checkpoints" / "decoding_search.json").read_text())
     assert [row["setting"]["lenpen"] for row in search["rows"]] == [0.6, 1.0] and search["pairs"] == 4
+    assert search["max_p"] == 0.05 and all(0.0 <= row["p"] <= 1.0 for row in search["rows"])
     chosen = search["chosen"]["lenpen"]
     assert json.loads((work / "checkpoints" / "generation.json").read_text())["lenpen"] == chosen
     shown = tuned.stdout + tuned.stderr
     assert re.search(rf"^\+ fairseq-generate .* --lenpen {chosen} ", shown, re.M), shown
-    assert "4 validation pairs, rouge-score F1 x100, the best by ROUGE-L:" in shown
+    assert (
+        "4 validation pairs, rouge-score F1 x100, the best by ROUGE-L; p: its lead over the folder's" in shown
+    )

@@ -330,6 +330,10 @@ def test_tune_decoding_keeps_the_best_setting_on_the_validation_pairs(trained, u
         assert row["rougeL"] == pytest.approx(100 * rouge_scores(hyps, refs)["rougeL"], abs=1e-9)
     scores = {row["setting"]["min_len"]: row["rougeL"] for row in search["rows"]}
     assert scores[1] > scores[9]  # 9 tokens at least: longer than every copy
+    # p: min_len 1's lead over the folder's (9) in 1000 paired resamples of the 6 pairs; the folder's own 1.0
+    p = {row["setting"]["min_len"]: row["p"] for row in search["rows"]}
+    assert p[9] == 1.0 and 0.0 <= p[1] < 0.5 and search["bootstrap"] == 1000 and search["max_p"] == 1.0
+    assert re.search(r"^1 .* 0\.\d{3} <- best$", proc.stdout, re.M) and "  - (the folder's)" in proc.stdout
     after = json.loads((folder / "generation.json").read_text())
     assert after == {**before, "min_len": 1} and search["before"]["min_len"] == 9
     assert "best: beam 3, lenpen 1.0, min_len 1, max_len_b 12" in proc.stdout

@@ -8,7 +8,7 @@ import sys
 import numpy as np
 import pytest
 
-from tests.helpers.cli import run_cli
+from tests.helpers.cli import load_script, run_cli
 from unilm_fairseq.scoring.bootstrap import mean_interval, paired_comparison, resample_indices
 from unilm_fairseq.scoring.metrics import rouge_pair_scores, rouge_scores
 
@@ -195,3 +195,48 @@ def test_score_script_bootstrap_intervals(tmp_path):
 def lines_of(path):
     with open(path, encoding="utf-8") as f:
         return f.read().splitlines()
+
+
+def test_tune_decoding_p_column_and_max_p_guard(capsys):
+    """scripts/tune_decoding.py: each setting's p against the folder's own is the paired bootstrap's share
+    of resamples where its lead does not keep its sign; --max-p keeps the folder's setting when the best's
+    p is above it."""
+    tune = load_script(os.path.join(REPO, "scripts", "tune_decoding.py"))
+    rng = np.random.default_rng(2)
+    base = rng.random(40) * 50
+    per_pair = {
+        "folder": base,
+        "clear": base + 2 + rng.normal(0, 0.5, 40),  # ahead on almost every pair
+        "noise": base + rng.normal(0.2, 6, 40),  # ahead on average, not reliably
+    }
+    rows = [
+        {"setting": {"name": name}, "pairs": {"rougeL": list(values)}} for name, values in per_pair.items()
+    ]
+    mine, clear, noise = rows
+    tune.add_p(rows, mine, "rougeL", 500)
+    indices = resample_indices(40, 500, seed=1)
+    for row in rows:
+        expected = paired_comparison(row["pairs"]["rougeL"], mine["pairs"]["rougeL"], indices).not_ahead
+        assert row["p"] == expected
+    assert mine["p"] == 1.0 and clear["p"] == 0.0 and 0.05 < noise["p"] < 0.5
+    assert tune.guarded_best(clear, mine, rows, 0.05) is clear
+    assert (
+        tune.guarded_best(noise, mine, rows, 0.05) is mine
+        and tune.guarded_best(noise, mine, rows, 1.0) is noise
+    )
+    assert (
+        tune.guarded_best(mine, mine, rows, 0.0) is mine
+        and tune.guarded_best(noise, None, rows, 0.0) is noise
+    )
+    # the best of two settings tried beside the folder's: its p counts twice (Bonferroni)
+    assert tune.adjusted_p(noise, rows) == pytest.approx(min(1.0, 2 * noise["p"]))
+    assert tune.guarded_best(noise, mine, rows, 1.5 * noise["p"]) is mine
+    assert tune.guarded_best(noise, mine, rows[:2] + [noise], 2.5 * noise["p"]) is noise
+    for argv, message in (
+        (["--bootstrap", "0", "--max-p", "0.05"], "--max-p needs --bootstrap N"),
+        (["--max-p", "1.5"], "--max-p 1.5: must be between 0 and 1"),
+        (["--bootstrap", "-2"], "--bootstrap -2: must be 0 (no p) or more"),
+    ):
+        with pytest.raises(SystemExit):
+            tune.parse_args(["folder", "--source", "s", "--reference", "r", *argv])
+        assert message in capsys.readouterr().err
