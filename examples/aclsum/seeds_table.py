@@ -3,13 +3,14 @@
 validation NLL, their mean, standard deviation and range, and, beside them, how much the test sample alone
 moves a score (the bootstrap intervals of ``scripts/rouge_table.py --bootstrap``).
 
-    python examples/aclsum/seeds_table.py work/aclsum-seeds [--resamples 1000] [--json FILE]
+    python examples/aclsum/seeds_table.py work/aclsum-seeds [--resamples 1000] [--baseline NAME] [--json FILE]
 
 Each ``WORK/seedN`` holds the main job's folders: ``data/`` (the references and the baselines' outputs)
-and ``run/`` (``test.hyp``, the outputs as scored, and ``logs/train.log``). The last rows compare with the
-positional baseline on the same pairs: per seed, the difference and the paired bootstrap's p (the share
-of resamples where the model is not ahead), and for the seeds together, each pair's score averaged over
-the seeds against the baseline's.
+and ``run/`` (``test.hyp``, the outputs as scored, and ``logs/train.log``), as ``seeds.sh`` or ``SEED=N
+finetune.sh WORK/seedN/data WORK/seedN/run`` leave them. The last rows compare with a baseline
+(``data/test.NAME.hyp``, ``--baseline``; default positional) on the same pairs: per seed, the difference
+and the paired bootstrap's p (the share of resamples where the model is not ahead), and for the seeds
+together, each pair's score averaged over the seeds against the baseline's.
 """
 
 import argparse
@@ -27,7 +28,7 @@ from unilm_fairseq.scoring.metrics import rouge_pair_scores
 
 COLUMNS = (("rouge1", "ROUGE-1"), ("rouge2", "ROUGE-2"), ("rougeL", "ROUGE-L"))
 VALID_NLL = re.compile(r"valid on 'valid' subset \| loss [\d.]+ \| nll_loss ([\d.]+) \|.*num_updates (\d+)")
-BASELINE = "positional"
+DEFAULT_BASELINE = "positional"
 
 
 def seed_folders(work: str):
@@ -65,14 +66,23 @@ def main(argv=None) -> int:
     )
     parser.add_argument("work", help="the folder of examples/aclsum/seeds.sh (its seedN folders)")
     parser.add_argument("--resamples", type=int, default=1000, help="bootstrap resamples of the test pairs")
+    parser.add_argument(
+        "--baseline",
+        default=DEFAULT_BASELINE,
+        help="the baseline the seeds are compared with: data/test.NAME.hyp [%(default)s]",
+    )
     parser.add_argument("--json", help="also write the table's numbers here")
     args = parser.parse_args(argv)
     seeds = seed_folders(args.work) if os.path.isdir(args.work) else []
     if not seeds:
         print(f"error: no finished seed in {args.work} (seedN/run/test.hyp)", file=sys.stderr)
         return 1
+    name = args.baseline
+    if not os.path.isfile(os.path.join(seeds[0][1], "data", f"test.{name}.hyp")):
+        print(f"error: {seeds[0][1]}/data/test.{name}.hyp: no such baseline (--baseline)", file=sys.stderr)
+        return 1
     refs = read_lines(os.path.join(seeds[0][1], "data", "test.tgt"))
-    baseline = rouge_pair_scores(read_lines(os.path.join(seeds[0][1], "data", f"test.{BASELINE}.hyp")), refs)
+    baseline = rouge_pair_scores(read_lines(os.path.join(seeds[0][1], "data", f"test.{name}.hyp")), refs)
     indices = resample_indices(len(refs), args.resamples, seed=1)
     rows, pair_scores = [], []
     for seed, folder in seeds:
@@ -101,7 +111,7 @@ def main(argv=None) -> int:
         print("| " + " | ".join(cells) + " |")
 
     md_row("seed", "valid NLL (bits), best", *(title for _, title in COLUMNS),
-           f"ROUGE-L - {BASELINE} (p)", f"ROUGE-2 - {BASELINE} (p)")  # fmt: skip
+           f"ROUGE-L - {name} (p)", f"ROUGE-2 - {name} (p)")  # fmt: skip
     print("|---:|---:|---:|---:|---:|---:|---:|")
     for row in rows:
         nll = f"{row['valid_nll'][0]:.2f} (update {row['valid_nll'][1]})" if row["valid_nll"] else ""
@@ -122,19 +132,19 @@ def main(argv=None) -> int:
            *(f"{widths[key]:.2f}" for key, _ in COLUMNS), "", "")  # fmt: skip
     averaged = {key: np.mean([p[key] for p in pair_scores], axis=0).tolist() for key, _ in COLUMNS}
     together = {key: paired_comparison(averaged[key], baseline[key], indices) for key, _ in COLUMNS}
-    md_row(f"the seeds' mean per pair - {BASELINE} (p)", "",
+    md_row(f"the seeds' mean per pair - {name} (p)", "",
            *(f"{100 * together[key].difference:+.2f} ({together[key].not_ahead:.3f})" for key, _ in COLUMNS),
            "", "")  # fmt: skip
     base = {key: 100 * float(np.mean(baseline[key])) for key, _ in COLUMNS}
     print(
-        f"\n{BASELINE} baseline: " + " / ".join(f"{base[key]:.2f}" for key, _ in COLUMNS)
+        f"\n{name} baseline: " + " / ".join(f"{base[key]:.2f}" for key, _ in COLUMNS)
         + f"; p: the share of {args.resamples} paired bootstrap resamples of the test pairs in which the "
         "model is not ahead of it"
     )  # fmt: skip
     if args.json:
         record = {
             "seeds": rows,
-            "baseline": {BASELINE: base},
+            "baseline": {name: base},
             "resamples": args.resamples,
             "mean_sd_min_max": summary,
             "interval_width": widths,

@@ -70,6 +70,13 @@ def test_seeds_table_mean_spread_and_baseline(tmp_path, capsys):
     )
     assert 0 < record["interval_width"]["rougeL"] < 30
     assert "positional baseline: " in out
+    # another baseline by name: the same comparison against its file
+    (tmp_path / "seed1" / "data" / "test.short.hyp").write_text("".join(p + "\n" for p in positional))
+    assert seeds_table.main([str(tmp_path), "--resamples", "200", "--baseline", "short"]) == 0
+    out = capsys.readouterr().out
+    assert "short baseline: " in out and "ROUGE-L - short (p)" in out
+    assert seeds_table.main([str(tmp_path), "--baseline", "missing"]) == 1
+    assert "test.missing.hyp: no such baseline" in capsys.readouterr().err
 
 
 def test_seeds_table_errors(tmp_path, capsys):
