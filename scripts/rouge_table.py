@@ -36,6 +36,8 @@ from typing import Dict, List, Tuple
 from unilm_fairseq.encoders.text_lines import read_lines
 from unilm_fairseq.scoring.bootstrap import (
     DEFAULT_CONFIDENCE,
+    add_bootstrap_options,
+    check_bootstrap_options,
     mean_interval,
     paired_comparison,
     resample_indices,
@@ -109,14 +111,9 @@ def parse_args(argv=None) -> argparse.Namespace:
         default="rouge-score",
         help="rouge-score (default) or perl: the official ROUGE-1.5.5 script",
     )
-    parser.add_argument(
-        "--bootstrap",
-        type=int,
-        default=0,
-        metavar="N",
-        help="resample the test pairs N times (e.g. 1000): 95%% intervals and paired differences (0: off)",
+    add_bootstrap_options(
+        parser, "resample the test pairs N times (e.g. 1000): 95%% intervals and paired differences (0: off)"
     )
-    parser.add_argument("--bootstrap-seed", type=int, default=1, help="seed of the resamples (default 1)")
     parser.add_argument(
         "--against",
         metavar="NAME",
@@ -142,11 +139,7 @@ def parse_args(argv=None) -> argparse.Namespace:
             parser.error(f"{flag} {path}: its folder does not exist")  # found before scoring, not after
     if args.hypotheses_out and not args.generated:
         parser.error("--hypotheses-out needs a --generated system")
-    if args.bootstrap < 0:
-        parser.error(f"--bootstrap {args.bootstrap}: must be 0 (off) or more")
-    if args.bootstrap and args.rouge_backend == "perl":
-        parser.error("--bootstrap resamples rouge-score's per-pair scores; the perl backend prints its own "
-                     "95% intervals (scripts/score.py --rouge-backend perl)")  # fmt: skip
+    check_bootstrap_options(parser, args)
     if args.against is not None:
         if not args.bootstrap:
             parser.error("--against needs --bootstrap N")

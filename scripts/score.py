@@ -24,7 +24,12 @@ import sys
 from typing import Dict, List, Tuple
 
 from unilm_fairseq.encoders.text_lines import read_lines
-from unilm_fairseq.scoring.bootstrap import mean_interval, resample_indices
+from unilm_fairseq.scoring.bootstrap import (
+    add_bootstrap_options,
+    check_bootstrap_options,
+    mean_interval,
+    resample_indices,
+)
 from unilm_fairseq.scoring.metrics import (
     DETOKENIZERS,
     ROUGE_BACKENDS,
@@ -96,20 +101,12 @@ def parse_args(argv=None) -> argparse.Namespace:
         default="rouge-score",
         help="rouge-score (default) or perl: the official ROUGE-1.5.5 script, with confidence intervals",
     )
-    parser.add_argument(
-        "--bootstrap",
-        type=int,
-        default=0,
-        metavar="N",
-        help="with rouge-score: each ROUGE score's 95%% interval from N resamples of the pairs (0: off)",
+    add_bootstrap_options(
+        parser, "with rouge-score: each ROUGE score's 95%% interval from N resamples of the pairs (0: off)"
     )
-    parser.add_argument("--bootstrap-seed", type=int, default=1, help="seed of the resamples (default 1)")
     parser.add_argument("--json", help="also write the scores (x100) to this JSON file")
     args = parser.parse_args(argv)
-    if args.bootstrap < 0:
-        parser.error(f"--bootstrap {args.bootstrap}: must be 0 (off) or more")
-    if args.bootstrap and args.rouge_backend == "perl":
-        parser.error("--bootstrap is for rouge-score: the perl backend prints its own 95% intervals")
+    check_bootstrap_options(parser, args)
     has_files = (args.hyp is not None, args.ref is not None)
     if args.generate_output is not None and any(has_files):
         parser.error("give --generate-output or --hyp/--ref, not both")

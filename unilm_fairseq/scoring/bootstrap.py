@@ -9,12 +9,30 @@ the test sample only: a second training run (another seed) moves the scores as w
 measured separately (``examples/aclsum/seeds.sh``).
 """
 
+import argparse
 from dataclasses import dataclass
 from typing import Sequence, Tuple
 
 import numpy as np
 
 DEFAULT_CONFIDENCE = 0.95
+
+
+def add_bootstrap_options(parser: argparse.ArgumentParser, help_text: str) -> None:
+    """``--bootstrap N`` (0, the default: off) and ``--bootstrap-seed`` of the scripts that score with ROUGE;
+    :func:`check_bootstrap_options` checks them once parsed."""
+    parser.add_argument("--bootstrap", type=int, default=0, metavar="N", help=help_text)
+    parser.add_argument("--bootstrap-seed", type=int, default=1, help="seed of the resamples (default 1)")
+
+
+def check_bootstrap_options(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
+    """Exit through ``parser.error`` for a negative ``--bootstrap``, or one with ``--rouge-backend perl``,
+    whose script reports only its own intervals, not the per-pair scores a bootstrap resamples."""
+    if args.bootstrap < 0:
+        parser.error(f"--bootstrap {args.bootstrap}: must be 0 (off) or more")
+    if args.bootstrap and args.rouge_backend == "perl":
+        parser.error("--bootstrap resamples rouge-score's per-pair scores; the perl backend prints its own "
+                     "95% intervals (scripts/score.py --rouge-backend perl)")  # fmt: skip
 
 
 def resample_indices(num_pairs: int, resamples: int, seed: int = 1) -> np.ndarray:

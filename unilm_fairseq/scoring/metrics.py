@@ -100,8 +100,7 @@ def rouge_scores(
     """
     if backend not in ROUGE_BACKENDS:
         raise ValueError(f"unknown ROUGE backend {backend!r}: choose from {', '.join(ROUGE_BACKENDS)}")
-    check_pairs(hyps, refs)
-    if backend == "perl":
+    if backend == "perl":  # each backend checks the pairs first (perl_rouge, rouge_pair_scores)
         from .perl_rouge import perl_rouge
 
         scores = perl_rouge(hyps, refs, sentence_separator, stemming=use_stemmer)
