@@ -25,6 +25,8 @@
 #   UPDATES     training updates; the learning rate decays linearly to 0 over them (Table 7's schedule).
 #               The main job takes 520 s with the default on 2 idle cores; from the released MiniLM 400
 #               updates scored a little higher, from the continued start not (docs/results.md, the budget curve)
+#   MIN_EPOCHS  the fewest passes over the training pairs: unless UPDATES is set, it rises to MIN_EPOCHS x
+#               ceil(pairs / BATCH) where that is more, so a larger data set gets more updates (0: off)
 #   BATCH       pairs per update     LR  peak learning rate     WARMUP  warm-up updates
 #   MAX_SRC     source positions, [SOS]/[EOS] included (longer sources are cut)
 #   MAX_TGT     target positions, [EOS] included (decoding takes both limits too)
@@ -78,6 +80,7 @@ fi
 DATA=$1
 WORK=$2
 shift 2
+UPDATES_GIVEN=${UPDATES:+1}  # an UPDATES of the caller's own is kept whatever the data's size
 read_recipe_config "$REPO/examples/s2s_ft/config/finetune.yaml"
 : "${INIT:=pretrained}" "${PRETRAINED:=}" "${MINUTES:=}"
 if [ -z "${START:-}" ]; then
@@ -86,7 +89,7 @@ fi
 : "${SEED:=1}" "${STAGES:=convert,tokenize,binarize,train,generate,score}" "${FRESH:=0}" "${EVAL_ROUGE:=0}"
 : "${TUNE:=0}" "${TUNE_GRID:=--lenpen $TUNE_LENPENS}"
 : "${SOURCE_FIELD:=}" "${TARGET_FIELD:=}"
-: "${VALID_EVERY:=$(( (UPDATES + 1) / 2 ))}" "${CKPT:=best}"
+: "${VALID_EVERY:=}" "${CKPT:=best}"
 if [ -z "${CPU:-}" ]; then count_cuda_devices; CPU=$(( CUDA_DEVICE_COUNT == 0 )); fi
 MAX_LEN_B=$MAX_LEN  # the shared stages' name for the longest output, in tokens
 
@@ -99,7 +102,8 @@ need_choice FRESH 0 1
 need_choice EVAL_ROUGE 0 1
 need_choice TUNE 0 1
 need_whole UPDATES 1
-need_whole VALID_EVERY 1
+need_whole MIN_EPOCHS 0
+if [ -n "$VALID_EVERY" ]; then need_whole VALID_EVERY 1; fi
 need_whole BATCH 1
 need_whole WARMUP 0
 need_whole MAX_SRC 3
@@ -185,6 +189,16 @@ if [ -n "$rows" ]; then
 fi
 require_pair_files "$DATA" "DATA_DIR needs {train,valid,test}.{src,tgt}"
 "$PYTHON" "$REPO/scripts/check_pairs.py" "$DATA"
+# the config's UPDATES is the main job's budget: 300 training pairs, about 7 passes at BATCH 8; a larger set
+# gets MIN_EPOCHS passes unless UPDATES is set (docs/results.md measures the budget on 3,241 pairs)
+TRAIN_PAIRS=$(awk 'END {print NR}' "$DATA/train.src")
+EPOCH_UPDATES=$(( (TRAIN_PAIRS + BATCH - 1) / BATCH ))
+if [ -z "$UPDATES_GIVEN" ] && (( EPOCH_UPDATES * MIN_EPOCHS > UPDATES )); then
+  echo "== UPDATES=$(( EPOCH_UPDATES * MIN_EPOCHS )) for $TRAIN_PAIRS training pairs: MIN_EPOCHS=$MIN_EPOCHS passes of" \
+    "$EPOCH_UPDATES updates, where the config's $UPDATES would make fewer (set UPDATES to choose)"
+  UPDATES=$(( EPOCH_UPDATES * MIN_EPOCHS ))
+fi
+: "${VALID_EVERY:=$(( (UPDATES + 1) / 2 ))}"
 mkdir -p "$WORK"
 start_record
 QUIET_LOGS=$WORK/logs  # each step's whole output in WORK_DIR/logs/STEP.log (examples/common/seq2seq_stages.sh)
@@ -246,7 +260,8 @@ if stage_on binarize; then
 fi
 
 if stage_on train; then
-  echo "== fine-tune: $METHOD, $UPDATES updates of $BATCH pairs, lr $LR, init $INIT"
+  echo "== fine-tune: $METHOD, $UPDATES updates of $BATCH pairs ($(awk -v u="$UPDATES" -v e="$EPOCH_UPDATES" \
+    'BEGIN {printf "%.1f", u / e}') passes over $TRAIN_PAIRS training pairs), lr $LR, init $INIT"
   read -r -a ARCH_FLAGS <<< "$(model_arch_flags "$(dirname "$CHECKPOINT")")"
   train_flags=(--finetune-method "$METHOD")
   if [ "$INIT" = pretrained ]; then train_flags+=(--pretrained-checkpoint "$CHECKPOINT"); fi

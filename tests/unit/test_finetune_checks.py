@@ -72,6 +72,8 @@ def finetune(data, work, timeout=120, **env):
     "env, message",
     [
         ({"UPDATES": "0"}, "UPDATES=0 must be a whole number >= 1"),
+        ({"MIN_EPOCHS": "2.5"}, "MIN_EPOCHS=2.5 must be a whole number >= 0"),
+        ({"VALID_EVERY": "0"}, "VALID_EVERY=0 must be a whole number >= 1"),
         ({"METHOD": "bogus"}, "METHOD=bogus must be one of: pseudo_masked masked causal"),
         ({"LR": "fast"}, "LR=fast must be a number > 0"),
         ({"MIN_LEN": "30", "MAX_LEN": "20"}, "MIN_LEN=30 is above MAX_LEN=20"),
@@ -163,6 +165,30 @@ def test_a_rerun_resumes_from_the_last_checkpoint_unless_fresh(tmp_path):
     )
     result = finetune(data, work, FRESH="yes")
     assert result.returncode == 2 and "FRESH=yes must be one of: 0 1" in result.stderr
+
+
+@pytest.mark.parametrize(
+    "pairs, env, updates",
+    [
+        (100, {}, 250),  # 3 passes of 25 updates are fewer than the config's 250: kept
+        (401, {}, 303),  # 3 passes of 101 updates (the last batch of 1 pair counts) are more
+        (401, {"MIN_EPOCHS": "5"}, 505),
+        (401, {"UPDATES": "250"}, 250),  # the caller's own UPDATES is kept
+        (401, {"MIN_EPOCHS": "0"}, 250),  # off
+    ],
+)
+def test_a_larger_training_set_gets_min_epochs_passes_unless_updates_is_set(tmp_path, pairs, env, updates):
+    data, work = write_pairs(tmp_path / "data", lines=pairs), tmp_path / "work"
+    (work / "model").mkdir(parents=True)
+    (work / "model" / "model_args.txt").write_text("--arch unilmv2_base\n")
+    # there is no binarized data here, so fairseq-train itself fails: what matters is the command it was given
+    result = finetune(data, work, STAGES="train", BATCH="4", **env)
+    command = next(line for line in result.stderr.splitlines() if line.startswith("+ fairseq-train"))
+    assert f" --max-update {updates} " in command and f" --total-num-update {updates} " in command
+    assert f" --save-interval-updates {(updates + 1) // 2} " in command, command
+    passes = f"{updates / -(-pairs // 4):.1f}"
+    assert f"{updates} updates of 4 pairs ({passes} passes over {pairs} training pairs)" in result.stdout
+    assert ("== UPDATES=" in result.stdout) == (updates != 250), result.stdout
 
 
 def test_text_that_is_wordpiece_tokenized_already_is_warned_about(tmp_path, capsys):
