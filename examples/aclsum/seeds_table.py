@@ -78,11 +78,12 @@ def main(argv=None) -> int:
         print(f"error: no finished seed in {args.work} (seedN/run/test.hyp)", file=sys.stderr)
         return 1
     name = args.baseline
-    if not os.path.isfile(os.path.join(seeds[0][1], "data", f"test.{name}.hyp")):
-        print(f"error: {seeds[0][1]}/data/test.{name}.hyp: no such baseline (--baseline)", file=sys.stderr)
+    baseline_file = os.path.join(seeds[0][1], "data", f"test.{name}.hyp")
+    if not os.path.isfile(baseline_file):
+        print(f"error: {baseline_file}: no such baseline (--baseline)", file=sys.stderr)
         return 1
     refs = read_lines(os.path.join(seeds[0][1], "data", "test.tgt"))
-    baseline = rouge_pair_scores(read_lines(os.path.join(seeds[0][1], "data", f"test.{name}.hyp")), refs)
+    baseline = rouge_pair_scores(read_lines(baseline_file), refs)
     indices = resample_indices(len(refs), args.resamples, seed=1)
     rows, pair_scores = [], []
     for seed, folder in seeds:

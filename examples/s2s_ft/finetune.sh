@@ -193,10 +193,11 @@ require_pair_files "$DATA" "DATA_DIR needs {train,valid,test}.{src,tgt}"
 # gets MIN_EPOCHS passes unless UPDATES is set (docs/results.md measures the budget on 3,241 pairs)
 TRAIN_PAIRS=$(awk 'END {print NR}' "$DATA/train.src")
 EPOCH_UPDATES=$(( (TRAIN_PAIRS + BATCH - 1) / BATCH ))
-if [ -z "$UPDATES_GIVEN" ] && (( EPOCH_UPDATES * MIN_EPOCHS > UPDATES )); then
-  echo "== UPDATES=$(( EPOCH_UPDATES * MIN_EPOCHS )) for $TRAIN_PAIRS training pairs: MIN_EPOCHS=$MIN_EPOCHS passes of" \
+min_updates=$(( EPOCH_UPDATES * MIN_EPOCHS ))
+if [ -z "$UPDATES_GIVEN" ] && (( min_updates > UPDATES )); then
+  echo "== UPDATES=$min_updates for $TRAIN_PAIRS training pairs: MIN_EPOCHS=$MIN_EPOCHS passes of" \
     "$EPOCH_UPDATES updates, where the config's $UPDATES would make fewer (set UPDATES to choose)"
-  UPDATES=$(( EPOCH_UPDATES * MIN_EPOCHS ))
+  UPDATES=$min_updates
 fi
 : "${VALID_EVERY:=$(( (UPDATES + 1) / 2 ))}"
 mkdir -p "$WORK"
