@@ -11,6 +11,10 @@ downloaded) and writes, for each of ``train``/``valid``/``test``:
   aspect's expert summary), and ``{split}.id`` (``paper-id aspect``);
 * ``test.{lead,positional,oracle}.hyp``: the baselines' one-sentence summaries of the test pairs;
 
+with ``--joined``, one pair per paper instead: the source without the aspect prefix, the target the three
+summaries joined (challenge, approach, outcome), ids ``paper-id joined``, and three-sentence baselines
+(lead-3; the first, second and last abstract sentences; each aspect's oracle sentence);
+
 and, with ``--pretraining-text``, ``pretrain.{train,valid}.txt``: the sentences of the train and val papers
 (never their summaries, never a test paper) for domain-adaptive pre-training with ``--task pmlm``.
 
@@ -46,6 +50,12 @@ def parse_args(argv=None) -> argparse.Namespace:
     )
     add_casing_arguments(parser)
     parser.add_argument(
+        "--joined",
+        action="store_true",
+        help="one pair per paper: the target joins its three aspect summaries (challenge, approach, "
+        "outcome), a summary about three times as long as one aspect's; the source has no aspect prefix",
+    )
+    parser.add_argument(
         "--pretraining-text",
         action="store_true",
         help="also write pretrain.{train,valid}.txt: the sentences of the train / val papers (no summaries, "
@@ -76,7 +86,9 @@ def main(argv=None) -> int:
             print(f"error: {path} not found: is aclsum installed whole? pip install --force-reinstall aclsum",
                   file=sys.stderr)  # fmt: skip
             return 1
-        pairs, stats = aclsum.build_pairs(aclsum.read_papers(path), count_tokens, args.max_source_tokens)
+        pairs, stats = aclsum.build_pairs(
+            aclsum.read_papers(path), count_tokens, args.max_source_tokens, joined=args.joined
+        )
         logger.info("%s: %s", split, stats.describe())
         columns = {
             "src": [p.source for p in pairs],

@@ -61,6 +61,46 @@ def test_pairs_skip_empty_abstracts_and_missing_summaries_and_count_them():
     assert "1 papers with an empty abstract and 2 aspects with no summary" in stats.describe()
 
 
+def test_joined_pairs_are_one_per_complete_paper_with_its_three_summaries_in_aspect_order():
+    papers = [
+        paper(["x y ."], ["i ."], {"outcome": "o .", "challenge": "c .", "approach": "a ."}, paper_id="P1"),
+        paper(["u v ."], summaries={"challenge": "c", "approach": "  ", "outcome": None}, paper_id="P2"),
+        paper(["s ."], summaries={"challenge": "c2 .", "approach": "a2 .", "outcome": "o2 ."}, paper_id="P3"),
+    ]
+    pairs, stats = aclsum.build_pairs(papers, words, max_tokens=50, joined=True)
+    assert [(p.paper_id, p.aspect, p.source, p.target) for p in pairs] == [
+        ("P1", "joined", "x y . i .", "c . a . o ."), ("P3", "joined", "s .", "c2 . a2 . o2 ."),
+    ]  # fmt: skip
+    assert pairs[0].summaries == ("c .", "a .", "o .")
+    # P2 lacks two of its summaries: counted, and its paper skipped, since its target would be incomplete
+    assert (stats.papers, stats.pairs, stats.skipped_no_summary) == (3, 2, 2)
+    assert (
+        "2 aspects with no summary (their papers skipped: a joined target needs all three)"
+        in stats.describe()
+    )
+    # no aspect prefix: the budget is the source's own
+    text, *_ = aclsum.build_source(aclsum.JOINED, ["a b c d e f g ."], [], words, max_tokens=6)
+    assert text == "a b c d e f"
+
+
+def test_joined_baselines_join_three_sentences():
+    abstract = ["first s .", "second s .", "third s .", "last s ."]
+    summaries = {"challenge": "first s", "approach": "the cat sat on a mat", "outcome": "last s"}
+    pairs, _ = aclsum.build_pairs(
+        [paper(abstract, ["the cat sat on the mat ."], summaries)], words, max_tokens=50, joined=True
+    )
+    assert aclsum.baseline_hypotheses(pairs, "lead") == ["first s . second s . third s ."]
+    assert aclsum.baseline_hypotheses(pairs, "positional") == ["first s . second s . last s ."]
+    # each aspect's best sentence against that aspect's summary, in aspect order
+    assert aclsum.baseline_hypotheses(pairs, "oracle", aclsum.summed_rouge) == [
+        "first s . the cat sat on the mat . last s ."
+    ]
+    # a one-sentence abstract gives its sentence once
+    short, _ = aclsum.build_pairs([paper(["only s ."])], words, max_tokens=50, joined=True)
+    assert aclsum.baseline_hypotheses(short, "positional") == aclsum.baseline_hypotheses(short, "lead")
+    assert aclsum.baseline_hypotheses(short, "lead") == ["only s ."]
+
+
 def test_ptb_brackets_and_quotes_are_written_back():
     assert aclsum.clean_sentence("a -LRB- b -RRB- `` c ''") == 'a ( b ) " c "'
 
@@ -98,7 +138,14 @@ def test_real_aclsum_pairs_fit_the_budget_and_keep_every_summary():
         counts[split] = stats.pairs
         assert all(len(bpe.tokenize(p.source)) <= 126 for p in pairs[:30])
         assert all(p.target and p.source.startswith(f"{p.aspect} :") for p in pairs)
-    assert counts == {"train": 300, "valid": 150, "test": 300}
+        joined, _ = aclsum.build_pairs(papers, lambda t: len(bpe.tokenize(t)), max_tokens=126, joined=True)
+        counts[f"{split} joined"] = len(joined)
+        # each joined target is its paper's three aspect pairs' targets, in aspect order
+        assert [p.target for p in joined] == [
+            " ".join(p.target for p in pairs[3 * i : 3 * i + 3]) for i in range(len(joined))
+        ]
+    assert counts == {"train": 300, "valid": 150, "test": 300, "train joined": 100, "valid joined": 50,
+                      "test joined": 100}  # fmt: skip
 
 
 def rouge_table(*args):

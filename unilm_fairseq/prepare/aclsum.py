@@ -9,13 +9,21 @@ gives one pair per aspect:
   fit the token budget (this project's choice of input; the aspect name conditions the summary);
 * target: that aspect's summary.
 
+With ``joined=True`` each paper gives one pair instead: the source without an aspect prefix, and the target
+the three summaries in the order challenge, approach, outcome (a three-sentence summary of the paper, about
+three times as long as one aspect's). A paper missing any aspect's summary is skipped and its missing
+summaries are counted. This is this project's second task on the data, for targets longer than one
+sentence; ACLSum itself evaluates per aspect.
+
 For domain-adaptive pre-training, :func:`paper_sentences` gives a paper's sentences without its
 summaries.
 
 The baselines are extractive and need no model: ``lead`` (the abstract's first sentence), ``positional``
 (challenge -> the abstract's first sentence, approach -> its second, outcome -> its last) and ``oracle``
 (the source sentence with the best ROUGE against the reference: an upper bound for one-sentence
-extraction, not a system).
+extraction, not a system). For a joined pair each baseline joins its three aspects' sentences: lead takes
+the abstract's first three sentences (lead-3), positional its first, second and last, and oracle each
+aspect's best sentence against that aspect's summary.
 """
 
 import functools
@@ -23,11 +31,12 @@ import json
 import logging
 import os
 from dataclasses import dataclass, field
-from typing import Callable, Dict, Iterable, List, Optional, Sequence
+from typing import Callable, Dict, Iterable, List, Optional, Sequence, Tuple
 
 logger = logging.getLogger(__name__)
 
 ASPECTS = ("challenge", "approach", "outcome")
+JOINED = "joined"  # the aspect name of a pair whose target is all three summaries
 SPLITS = {"train": "train", "valid": "val", "test": "test"}  # fairseq split -> ACLSum file name
 BASELINES = ("lead", "positional", "oracle")
 # PTB bracket and quote tokens in the released sentences, written back as the characters they stand for
@@ -76,13 +85,16 @@ class PairStats:
     skipped_no_summary: int = 0
     truncated_sources: int = 0
     introduction_sentences: List[int] = field(default_factory=list)
+    joined: bool = False  # one pair per paper: a missing summary skips its paper
 
     def describe(self) -> str:
         used = self.introduction_sentences
         mean_intro = sum(used) / len(used) if used else 0.0
+        incomplete = " (their papers skipped: a joined target needs all three)" if self.joined else ""
         return (
             f"{self.papers} papers -> {self.pairs} pairs; skipped {self.skipped_no_abstract} papers with an "
-            f"empty abstract and {self.skipped_no_summary} aspects with no summary; {self.truncated_sources} "
+            f"empty abstract and {self.skipped_no_summary} aspects with no summary{incomplete}; "
+            f"{self.truncated_sources} "
             f"sources cut inside the abstract to fit the budget; {mean_intro:.1f} introduction sentences "
             "per source on average"
         )
@@ -91,11 +103,12 @@ class PairStats:
 @dataclass
 class Pair:
     paper_id: str
-    aspect: str
+    aspect: str  # one of ASPECTS, or JOINED
     source: str
     target: str
     sentences: List[str]  # the source's sentences after the aspect prefix (abstract first)
     abstract: List[str]
+    summaries: Tuple[str, ...] = ()  # a joined pair's summaries, in ASPECTS order (its target joins them)
 
 
 def build_source(
@@ -107,12 +120,12 @@ def build_source(
 ) -> (str, List[str], int, bool):
     """The source text of one pair within ``max_tokens`` tokens (as ``count_tokens`` counts them).
 
-    Returns ``(text, sentences, introduction_sentences_used, truncated)``. The aspect prefix and the
-    abstract come first; introduction sentences are added whole, in order, while they fit. An abstract
-    that alone exceeds the budget is cut word by word (``truncated``).
+    Returns ``(text, sentences, introduction_sentences_used, truncated)``. The aspect prefix (none for
+    ``JOINED``) and the abstract come first; introduction sentences are added whole, in order, while they
+    fit. An abstract that alone exceeds the budget is cut word by word (``truncated``).
     """
-    prefix = f"{aspect} :"
-    used = count_tokens(prefix)
+    prefix = "" if aspect == JOINED else f"{aspect} :"
+    used = count_tokens(prefix) if prefix else 0
     sentences: List[str] = []
     truncated = False
     for sentence in abstract:
@@ -136,14 +149,15 @@ def build_source(
             sentences.append(sentence)
             used += n
             intro_used += 1
-    return " ".join([prefix] + sentences), sentences, intro_used, truncated
+    return " ".join(([prefix] if prefix else []) + sentences), sentences, intro_used, truncated
 
 
 def build_pairs(
-    papers: Iterable[dict], count_tokens: Callable[[str], int], max_tokens: int
+    papers: Iterable[dict], count_tokens: Callable[[str], int], max_tokens: int, joined: bool = False
 ) -> (List[Pair], PairStats):
-    """Aspect-conditioned pairs of ``papers`` (ACLSum json dicts), in paper then aspect order."""
-    stats = PairStats()
+    """Aspect-conditioned pairs of ``papers`` (ACLSum json dicts), in paper then aspect order; with
+    ``joined``, one pair per paper whose target is its three summaries."""
+    stats = PairStats(joined=joined)
     pairs: List[Pair] = []
     for paper in papers:
         stats.papers += 1
@@ -154,17 +168,24 @@ def build_pairs(
             stats.skipped_no_abstract += 1
             continue
         summaries = paper.get("summary") or {}
-        for aspect in ASPECTS:
-            target = " ".join((summaries.get(aspect) or "").split())
-            if not target:
-                stats.skipped_no_summary += 1
+        targets = {aspect: " ".join((summaries.get(aspect) or "").split()) for aspect in ASPECTS}
+        missing = sum(not target for target in targets.values())
+        stats.skipped_no_summary += missing
+        if joined:
+            if missing:
                 continue
+            parts = tuple(targets[aspect] for aspect in ASPECTS)
+            wanted = [(JOINED, " ".join(parts))]
+        else:
+            parts = ()
+            wanted = [(aspect, target) for aspect, target in targets.items() if target]
+        for aspect, target in wanted:
             source, sentences, intro_used, truncated = build_source(
                 aspect, abstract, introduction, count_tokens, max_tokens
             )
             stats.truncated_sources += int(truncated)
             stats.introduction_sentences.append(intro_used)
-            pairs.append(Pair(paper.get("id", ""), aspect, source, target, sentences, abstract))
+            pairs.append(Pair(paper.get("id", ""), aspect, source, target, sentences, abstract, parts))
             stats.pairs += 1
     return pairs, stats
 
@@ -181,20 +202,29 @@ def paper_sentences(paper: dict) -> List[str]:
 
 
 def lead(pair: Pair) -> str:
-    return pair.abstract[0]
+    """The abstract's first sentence; a joined pair's first three (lead-3)."""
+    return " ".join(pair.abstract[: 3 if pair.aspect == JOINED else 1])
+
+
+def _positional_index(aspect: str, abstract: Sequence[str]) -> int:
+    if aspect == "approach" and len(abstract) < 2:
+        return 0
+    return {"challenge": 0, "approach": 1, "outcome": -1}[aspect]
 
 
 def positional(pair: Pair) -> str:
-    """challenge -> the abstract's first sentence, approach -> its second, outcome -> its last."""
-    index = {"challenge": 0, "approach": 1, "outcome": -1}[pair.aspect]
-    if pair.aspect == "approach" and len(pair.abstract) < 2:
-        index = 0
-    return pair.abstract[index]
+    """challenge -> the abstract's first sentence, approach -> its second, outcome -> its last; a joined
+    pair gets each of those once, in the abstract's order."""
+    aspects = ASPECTS if pair.aspect == JOINED else (pair.aspect,)
+    indices = sorted({_positional_index(a, pair.abstract) % len(pair.abstract) for a in aspects})
+    return " ".join(pair.abstract[i] for i in indices)
 
 
 def oracle(pair: Pair, score: Callable[[str, str], float]) -> str:
-    """The source sentence that ``score(reference, sentence)`` rates best."""
-    return max(pair.sentences, key=lambda sentence: score(pair.target, sentence))
+    """The source sentence that ``score(reference, sentence)`` rates best; for a joined pair, that sentence
+    for each aspect's summary, joined in aspect order."""
+    references = pair.summaries if pair.aspect == JOINED else (pair.target,)
+    return " ".join(max(pair.sentences, key=lambda sentence: score(ref, sentence)) for ref in references)
 
 
 def baseline_hypotheses(pairs: Sequence[Pair], name: str, score: Optional[Callable] = None) -> List[str]:
