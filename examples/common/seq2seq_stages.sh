@@ -251,6 +251,12 @@ decoding_json() {
   printf '"no_repeat_ngram_size": %s}\n' "$NO_REPEAT_NGRAM"
 }
 
+# length_percentile FILE PERCENT: the PERCENT-th percentile (a whole number) of the lengths of FILE's lines
+# in whitespace-separated tokens: the sorted lengths' entry at rank floor(lines x PERCENT / 100) + 1
+length_percentile() {
+  awk '{print NF}' "$1" | sort -n | awk -v p="$2" '{n[NR] = $1} END {print n[int(NR * p / 100) + 1]}'
+}
+
 # derive_min_len TRAIN_TGT: unless MIN_LEN is set, the fewest tokens generated is the 5th percentile of the
 # lengths of the tokenized training targets in TRAIN_TGT, at most MAX_LEN_B (this project's rule for a recipe
 # whose config leaves MIN_LEN empty, as the main job's does: MIN_LEN=)
@@ -260,8 +266,8 @@ derive_min_len() {
     echo "error: MIN_LEN is derived from $1 (the tokenize stage writes it): set MIN_LEN" >&2
     exit 2
   fi
-  MIN_LEN=$(awk '{print NF}' "$1" | sort -n | awk -v max="$MAX_LEN_B" \
-    '{n[NR] = $1} END {v = n[int(NR * 0.05) + 1]; print (v > max ? max : v)}')
+  MIN_LEN=$(length_percentile "$1" 5)
+  if (( MIN_LEN > MAX_LEN_B )); then MIN_LEN=$MAX_LEN_B; fi
   echo "== MIN_LEN=$MIN_LEN: the 5th percentile of the training targets' lengths in tokens (set MIN_LEN to choose)"
 }
 

@@ -29,7 +29,10 @@
 #               ceil(pairs / BATCH) where that is more, so a larger data set gets more updates (0: off)
 #   BATCH       pairs per update     LR  peak learning rate     WARMUP  warm-up updates
 #   MAX_SRC     source positions, [SOS]/[EOS] included (longer sources are cut)
-#   MAX_TGT     target positions, [EOS] included (decoding takes both limits too)
+#   MAX_TGT     target positions, [EOS] included (longer targets are cut; decoding takes both limits too)
+#   MAX_TGT_PERCENTILE  unless MAX_TGT is set, it rises to this percentile of the tokenized training
+#               targets' lengths + 1 where it is less, at most MAX_TGT_LIMIT, and MAX_LEN unless set with it,
+#               so that longer targets are learnt and generated whole (0: off)
 #   ADAM_EPS  WEIGHT_DECAY  CLIP_NORM (gradient clipping): s2s-ft Table 7's 1e-6, 0.01, 1.0
 #   BEAM  LENPEN  MAX_LEN (most tokens generated)  NO_REPEAT_NGRAM (n-gram blocking)
 #   GEN_BATCH   test pairs per generation batch
@@ -81,6 +84,7 @@ DATA=$1
 WORK=$2
 shift 2
 UPDATES_GIVEN=${UPDATES:+1}  # an UPDATES of the caller's own is kept whatever the data's size
+MAX_TGT_GIVEN=${MAX_TGT:+1} MAX_LEN_GIVEN=${MAX_LEN:+1}  # and so are its target and output lengths
 read_recipe_config "$REPO/examples/s2s_ft/config/finetune.yaml"
 : "${INIT:=pretrained}" "${PRETRAINED:=}" "${MINUTES:=}"
 if [ -z "${START:-}" ]; then
@@ -108,6 +112,12 @@ need_whole BATCH 1
 need_whole WARMUP 0
 need_whole MAX_SRC 3
 need_whole MAX_TGT 2
+need_whole MAX_TGT_PERCENTILE 0
+if (( 10#$MAX_TGT_PERCENTILE > 100 )); then
+  echo "error: MAX_TGT_PERCENTILE=$MAX_TGT_PERCENTILE is a percentile: 0 (off) to 100" >&2
+  exit 2
+fi
+need_whole MAX_TGT_LIMIT 2
 need_whole BEAM 1
 if [ -n "$MIN_LEN" ]; then need_whole MIN_LEN 0; fi
 need_whole MAX_LEN 1
@@ -253,6 +263,28 @@ if stage_on tokenize; then
   run_step tokenize "$PYTHON" "$REPO/scripts/tokenize_text.py" --bpe wordpiece --wordpiece-vocab "$VOCAB" \
     --inputs "${inputs[@]}" --outputs "${outputs[@]}" --workers "$WORKERS"
   step_summary tokenize " -> .*: [0-9]+ lines"
+fi
+
+# the config's MAX_TGT (48) fits one-sentence summaries; longer training targets raise it, and MAX_LEN with
+# it, to their MAX_TGT_PERCENTILE-th percentile (docs/results.md measures it on three-sentence summaries)
+if [ -z "$MAX_TGT_GIVEN" ] && (( MAX_TGT_PERCENTILE > 0 )) && { stage_on train || stage_on generate; }; then
+  if [ ! -s "$TEXT/train.tgt" ]; then
+    echo "error: MAX_TGT follows the lengths of $TEXT/train.tgt (the tokenize stage writes it): set MAX_TGT," \
+      "or MAX_TGT_PERCENTILE=0 for the config's" >&2
+    exit 2
+  fi
+  target_tokens=$(length_percentile "$TEXT/train.tgt" "$MAX_TGT_PERCENTILE")
+  wanted=$(( target_tokens + 1 < MAX_TGT_LIMIT ? target_tokens + 1 : MAX_TGT_LIMIT ))
+  if (( wanted > MAX_TGT )); then
+    cut=$(awk -v max="$MAX_TGT" 'NF + 1 > max {n++} END {print n + 0 " of " NR}' "$TEXT/train.tgt")
+    echo "== MAX_TGT=$wanted: the ${MAX_TGT_PERCENTILE}th percentile of the training targets' lengths is" \
+      "$target_tokens tokens, and the config's $MAX_TGT would cut $cut (set MAX_TGT to choose)"
+    MAX_TGT=$wanted
+    if [ -z "$MAX_LEN_GIVEN" ] && (( MAX_LEN < MAX_TGT )); then
+      MAX_LEN=$MAX_TGT MAX_LEN_B=$MAX_TGT
+      echo "== MAX_LEN=$MAX_LEN: the most tokens generated follows MAX_TGT (set MAX_LEN to choose)"
+    fi
+  fi
 fi
 
 if stage_on binarize; then

@@ -73,6 +73,8 @@ def finetune(data, work, timeout=120, **env):
     [
         ({"UPDATES": "0"}, "UPDATES=0 must be a whole number >= 1"),
         ({"MIN_EPOCHS": "2.5"}, "MIN_EPOCHS=2.5 must be a whole number >= 0"),
+        ({"MAX_TGT_PERCENTILE": "101"}, "MAX_TGT_PERCENTILE=101 is a percentile: 0 (off) to 100"),
+        ({"MAX_TGT_LIMIT": "big"}, "MAX_TGT_LIMIT=big must be a whole number >= 2"),
         ({"VALID_EVERY": "0"}, "VALID_EVERY=0 must be a whole number >= 1"),
         ({"METHOD": "bogus"}, "METHOD=bogus must be one of: pseudo_masked masked causal"),
         ({"LR": "fast"}, "LR=fast must be a number > 0"),
@@ -131,6 +133,12 @@ def test_help_prints_the_usage_before_any_work(tmp_path, script):
     assert list(tmp_path.iterdir()) == []  # no venv, no work folder
 
 
+def write_tokenized_targets(work, lengths):
+    """WORK/text/train.tgt, as the tokenize stage writes it: one target of each length in ``lengths``."""
+    (work / "text").mkdir(parents=True, exist_ok=True)
+    (work / "text" / "train.tgt").write_text("".join(" ".join(["w"] * n) + "\n" for n in lengths))
+
+
 @pytest.mark.parametrize("max_len, expected", [("48", "3"), ("2", "2")])
 def test_min_len_defaults_to_the_5th_percentile_of_the_training_targets(tmp_path, max_len, expected):
     data, work = write_pairs(tmp_path / "data"), tmp_path / "work"
@@ -146,8 +154,55 @@ def test_min_len_defaults_to_the_5th_percentile_of_the_training_targets(tmp_path
     result = finetune(data, work, STAGES="generate", CKPT=str(checkpoint), MIN_LEN="7")
     assert "== MIN_LEN=" not in result.stdout and "--min-len 7 " in result.stderr
     os.remove(work / "text" / "train.tgt")
-    result = finetune(data, work, STAGES="generate", CKPT=str(checkpoint))
+    result = finetune(data, work, STAGES="generate", CKPT=str(checkpoint), MAX_TGT_PERCENTILE="0")
     assert result.returncode == 2 and "MIN_LEN is derived from" in result.stderr, result.stderr
+
+
+# 100 tokenized training targets of 11..110 tokens (shuffled): the 99th percentile is the longest, 110, the
+# 50th the 51st shortest, 61; 63 of them (48 tokens and more) do not fit the config's 48 positions with [EOS]
+LONG_TARGETS = [(37 * i) % 100 + 11 for i in range(100)]
+
+
+@pytest.mark.parametrize(
+    "lengths, env, max_tgt, max_len",
+    [
+        (LONG_TARGETS, {}, 111, 111),  # the 99th percentile + [EOS]; MAX_LEN follows
+        (LONG_TARGETS, {"MAX_TGT_PERCENTILE": "50"}, 62, 62),
+        (LONG_TARGETS, {"MAX_TGT_LIMIT": "64"}, 64, 64),  # at most the limit
+        (LONG_TARGETS, {"MAX_TGT": "60"}, 60, 48),  # the caller's own MAX_TGT is kept, and MAX_LEN with it
+        (LONG_TARGETS, {"MAX_LEN": "80"}, 111, 80),  # the caller's own MAX_LEN is kept
+        (LONG_TARGETS, {"MAX_TGT_PERCENTILE": "0"}, 48, 48),  # off
+        (list(range(1, 48)), {}, 48, 48),  # targets that fit keep the config's: the main job's case
+    ],
+)
+def test_longer_training_targets_raise_max_tgt_and_max_len_unless_set(
+    tmp_path, lengths, env, max_tgt, max_len
+):
+    data, work = write_pairs(tmp_path / "data"), tmp_path / "work"
+    write_tokenized_targets(work, lengths)
+    checkpoint = tmp_path / "model.pt"
+    checkpoint.write_bytes(b"")
+    # the checkpoint is no model, so fairseq-generate itself fails: what matters is the command it was given
+    result = finetune(data, work, STAGES="generate", CKPT=str(checkpoint), **env)
+    command = next(line for line in result.stderr.splitlines() if line.startswith("+ fairseq-generate"))
+    assert f" --max-target-positions {max_tgt} " in command and f" --max-len-b {max_len} " in command, command
+    raised = "== MAX_TGT=" in result.stdout
+    assert raised == (max_tgt != 48 and "MAX_TGT" not in env), result.stdout
+    if raised:
+        assert "and the config's 48 would cut 63 of 100 (set MAX_TGT to choose)" in result.stdout, (
+            result.stdout
+        )
+    assert ("== MAX_LEN=" in result.stdout) == (max_len != 48 and "MAX_LEN" not in env), result.stdout
+
+
+def test_max_tgt_needs_the_tokenized_targets_unless_set(tmp_path):
+    data, work = write_pairs(tmp_path / "data"), tmp_path / "work"
+    (work / "model").mkdir(parents=True)
+    (work / "model" / "model_args.txt").write_text("--arch unilmv2_base\n")
+    result = finetune(data, work, STAGES="train")
+    assert result.returncode == 2 and "MAX_TGT follows the lengths of" in result.stderr, result.stderr
+    result = finetune(data, work, STAGES="train", MAX_TGT="48")
+    assert "MAX_TGT follows" not in result.stderr and "+ fairseq-train" in result.stderr, result.stderr
 
 
 def test_a_rerun_resumes_from_the_last_checkpoint_unless_fresh(tmp_path):
@@ -156,6 +211,7 @@ def test_a_rerun_resumes_from_the_last_checkpoint_unless_fresh(tmp_path):
     (work / "checkpoints" / "checkpoint_last.pt").write_bytes(b"kept")
     (work / "model").mkdir()
     (work / "model" / "model_args.txt").write_text("--arch unilmv2_base\n")
+    write_tokenized_targets(work, [5, 9])
     # there is no binarized data here, so fairseq-train itself fails: what matters is what happened before
     result = finetune(data, work, STAGES="train")
     assert "== resuming from" in result.stdout and (work / "checkpoints" / "checkpoint_last.pt").exists()
@@ -181,6 +237,7 @@ def test_a_larger_training_set_gets_min_epochs_passes_unless_updates_is_set(tmp_
     data, work = write_pairs(tmp_path / "data", lines=pairs), tmp_path / "work"
     (work / "model").mkdir(parents=True)
     (work / "model" / "model_args.txt").write_text("--arch unilmv2_base\n")
+    write_tokenized_targets(work, [5, 9])
     # there is no binarized data here, so fairseq-train itself fails: what matters is the command it was given
     result = finetune(data, work, STAGES="train", BATCH="4", **env)
     command = next(line for line in result.stderr.splitlines() if line.startswith("+ fairseq-train"))

@@ -720,6 +720,7 @@ def train_commands(stubs, tmp_path, recipe: str, gpus: int) -> List[List[str]]:
     work = tmp_path / "work"
     (work / "text").mkdir(parents=True)
     (work / "text" / "train.src").write_text("a b c\n" * 1000)
+    (work / "text" / "train.tgt").write_text("a b\n" * 1000)  # finetune.sh's MAX_TGT follows their lengths
     environ = clean_environment(PATH=f"{stubs}{os.pathsep}{os.environ['PATH']}", STAGES="train")
     environ["GPUS"] = str(gpus)
     environ["FP16"] = "1"  # the configs are the GPU runs; without CUDA the s2s-ft recipes default to FP16=0
