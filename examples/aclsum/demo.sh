@@ -9,18 +9,24 @@
 #   bash examples/aclsum/demo.sh [WORK_DIR] [extra fairseq-train flags]
 #
 # MAX_SRC (source positions, default finetune.sh's) sets the source budget; TEST_PAIRS (default: all 300) keeps only
-# the first N test pairs (a smoke run: CI runs UPDATES=2 TEST_PAIRS=10); every other setting (UPDATES,
+# the first N test pairs (a smoke run: CI runs UPDATES=2 TEST_PAIRS=10); JOINED=1 makes one pair per paper
+# whose target is its three aspect summaries (100 / 50 / 100 pairs; scripts/prepare_aclsum.py --joined), a
+# three-sentence summary that finetune.sh's MAX_TGT rule keeps whole; every other setting (UPDATES,
 # MINUTES, LR, BATCH, BEAM, START, ...) is examples/s2s_ft/finetune.sh's, which does the work. START picks
 # the starting weights: continued (default: the MiniLM after 822 updates of PMLM pre-training, AE objective,
 # on the corpus of scripts/build_pretraining_corpus.py; docs/results.md) or released (the MiniLM as released).
 set -euo pipefail
-case "${1:-}" in -h | --help) sed -n '2,15p' "$0"; exit 0 ;; esac  # usage, before any work
+case "${1:-}" in -h | --help) sed -n '2,17p' "$0"; exit 0 ;; esac  # usage, before any work
 REPO=$(cd "$(dirname "$0")/../.." && pwd)
 WORK=${1:-work/aclsum}
 shift $(( $# > 0 ? 1 : 0 ))
-: "${TEST_PAIRS:=}" "${START:=continued}"
+: "${TEST_PAIRS:=}" "${START:=continued}" "${JOINED:=0}"
 if [ "$START" != continued ] && [ "$START" != released ]; then
   echo "error: START=$START must be one of: continued released" >&2
+  exit 2
+fi
+if [ "$JOINED" != 0 ] && [ "$JOINED" != 1 ]; then
+  echo "error: JOINED=$JOINED must be one of: 0 1" >&2
   exit 2
 fi
 export START  # finetune.sh's convert stage puts the continued weights onto the converted MiniLM
@@ -36,10 +42,17 @@ start=$(date +%s)
 export MAX_SRC
 aclsum_require_inputs
 
-echo "== ACLSum -> aspect-conditioned pairs (source: aspect, abstract, introduction up to $MAX_SRC positions)"
-printf '+ %s\n' "python scripts/prepare_aclsum.py --output $WORK/data ..." >&2
+joined=()
+if [ "$JOINED" = 1 ]; then
+  joined=(--joined)
+  echo "== ACLSum -> one pair per paper (source: abstract, introduction up to $MAX_SRC positions; target: the" \
+    "challenge, approach and outcome summaries)"
+else
+  echo "== ACLSum -> aspect-conditioned pairs (source: aspect, abstract, introduction up to $MAX_SRC positions)"
+fi
+printf '+ %s\n' "python scripts/prepare_aclsum.py --output $WORK/data ${joined[*]:+${joined[*]} }..." >&2
 python "$REPO/scripts/prepare_aclsum.py" --output "$WORK/data" --wordpiece-vocab "$MODEL_DIR/vocab.txt" \
-  --max-source-tokens $((MAX_SRC - 2))
+  --max-source-tokens $((MAX_SRC - 2)) ${joined[@]+"${joined[@]}"}
 if [ -n "$TEST_PAIRS" ]; then
   echo "== keeping the first $TEST_PAIRS test pairs (TEST_PAIRS)"
   for file in "$WORK"/data/test.*; do

@@ -248,6 +248,10 @@ SCENARIOS = [
              {"CPU": "1", "MODEL_DIR": "{TMP}/hf", "START": "released", "TEST_PAIRS": "3", "MAX_SRC": "128"},
              {**text_pairs("work/data", 100), **model_folder("work/run/model"),
               **finetune_outputs("work/run")}),
+    Scenario("examples/aclsum/demo.sh", "joined", ("{TMP}/work",),
+             {"CPU": "1", "MODEL_DIR": "{TMP}/hf", "JOINED": "1"},
+             {**text_pairs("work/data", 100), **model_folder("work/run/model"),
+              **finetune_outputs("work/run")}),
     Scenario("examples/aclsum/seeds.sh", "", ("{TMP}/work", "1", "2"), {"CPU": "1", "MODEL_DIR": "{TMP}/hf"},
              {name: content for seed in (1, 2) for name, content in
               {**text_pairs(f"work/seed{seed}/data", 100), **model_folder(f"work/seed{seed}/run/model"),
