@@ -195,6 +195,24 @@ def test_longer_training_targets_raise_max_tgt_and_max_len_unless_set(
     assert ("== MAX_LEN=" in result.stdout) == (max_len != 48 and "MAX_LEN" not in env), result.stdout
 
 
+@pytest.mark.parametrize(
+    "env, message",
+    [
+        ({"START": "minilm"}, "START=minilm must be one of: continued released"),
+        ({"TEST_PAIRS": "0"}, "TEST_PAIRS=0 must be a positive whole number"),
+        ({"JOINED": "yes"}, "JOINED=yes must be one of: 0 1"),
+    ],
+)
+def test_the_main_job_refuses_bad_settings_before_any_work(tmp_path, env, message):
+    work = tmp_path / "work"
+    result = subprocess.run(
+        ["bash", os.path.join(REPO, "examples", "aclsum", "demo.sh"), str(work)],
+        capture_output=True, text=True, env={**os.environ, **env}, timeout=60,
+    )  # fmt: skip
+    assert result.returncode == 2 and message in result.stderr, result.stderr
+    assert not work.exists()
+
+
 def test_max_tgt_needs_the_tokenized_targets_unless_set(tmp_path):
     data, work = write_pairs(tmp_path / "data"), tmp_path / "work"
     (work / "model").mkdir(parents=True)
