@@ -118,6 +118,7 @@ if (( 10#$MAX_TGT_PERCENTILE > 100 )); then
   exit 2
 fi
 need_whole MAX_TGT_LIMIT 2
+MAX_TGT_PERCENTILE=$(( 10#$MAX_TGT_PERCENTILE )) MAX_TGT_LIMIT=$(( 10#$MAX_TGT_LIMIT ))  # 099: 99, not octal
 need_whole BEAM 1
 if [ -n "$MIN_LEN" ]; then need_whole MIN_LEN 0; fi
 need_whole MAX_LEN 1
@@ -277,7 +278,8 @@ if [ -z "$MAX_TGT_GIVEN" ] && (( MAX_TGT_PERCENTILE > 0 )) && { stage_on train |
   wanted=$(( target_tokens + 1 < MAX_TGT_LIMIT ? target_tokens + 1 : MAX_TGT_LIMIT ))
   if (( wanted > MAX_TGT )); then
     cut=$(awk -v max="$MAX_TGT" 'NF + 1 > max {n++} END {print n + 0 " of " NR}' "$TEXT/train.tgt")
-    echo "== MAX_TGT=$wanted: the ${MAX_TGT_PERCENTILE}th percentile of the training targets' lengths is" \
+    case $MAX_TGT_PERCENTILE in *1[123]) th=th ;; *1) th=st ;; *2) th=nd ;; *3) th=rd ;; *) th=th ;; esac
+    echo "== MAX_TGT=$wanted: the $MAX_TGT_PERCENTILE$th percentile of the training targets' lengths is" \
       "$target_tokens tokens, and the config's $MAX_TGT would cut $cut (set MAX_TGT to choose)"
     MAX_TGT=$wanted
     if [ -z "$MAX_LEN_GIVEN" ] && (( MAX_LEN < MAX_TGT )); then

@@ -168,6 +168,7 @@ LONG_TARGETS = [(37 * i) % 100 + 11 for i in range(100)]
     [
         (LONG_TARGETS, {}, 111, 111),  # the 99th percentile + [EOS]; MAX_LEN follows
         (LONG_TARGETS, {"MAX_TGT_PERCENTILE": "50"}, 62, 62),
+        (LONG_TARGETS, {"MAX_TGT_PERCENTILE": "051"}, 63, 63),  # a leading zero is decimal: the 52nd shortest
         (LONG_TARGETS, {"MAX_TGT_LIMIT": "64"}, 64, 64),  # at most the limit
         (LONG_TARGETS, {"MAX_TGT": "60"}, 60, 48),  # the caller's own MAX_TGT is kept, and MAX_LEN with it
         (LONG_TARGETS, {"MAX_LEN": "80"}, 111, 80),  # the caller's own MAX_LEN is kept
@@ -189,8 +190,10 @@ def test_longer_training_targets_raise_max_tgt_and_max_len_unless_set(
     raised = "== MAX_TGT=" in result.stdout
     assert raised == (max_tgt != 48 and "MAX_TGT" not in env), result.stdout
     if raised:
-        assert "and the config's 48 would cut 63 of 100 (set MAX_TGT to choose)" in result.stdout, (
-            result.stdout
+        percentile = {"50": "50th", "051": "51st"}.get(env.get("MAX_TGT_PERCENTILE"), "99th")
+        message = f"== MAX_TGT={max_tgt}: the {percentile} percentile of the training targets' lengths is"
+        assert (
+            message in result.stdout and "the config's 48 would cut 63 of 100 (set MAX_TGT" in result.stdout
         )
     assert ("== MAX_LEN=" in result.stdout) == (max_len != 48 and "MAX_LEN" not in env), result.stdout
 
