@@ -31,10 +31,14 @@ run_step_to() {
 }
 
 # run_train_step COMMAND...: run fairseq-train (quiet: its whole output in QUIET_LOGS/train.log, its training,
-# validation and closing lines on the console as they come)
+# validation and closing lines and the pairs each split kept on the console as they come)
 run_train_step() {
   if [ -z "${QUIET_LOGS:-}" ]; then run_shown "$@"; return; fi
-  local log=$QUIET_LOGS/train.log lines='\| (train_inner|train|valid) \||done training in|Stopping training'
+  # fairseq's training and validation lines, and the sequence-to-sequence tasks' count of the pairs each split
+  # kept, skipped and cut ("train: 800 pairs; skipped 0 ...; truncated 176 sources ..."): data that never
+  # reaches the model is said on the console, not only in the log
+  local log=$QUIET_LOGS/train.log
+  local lines='\| (train_inner|train|valid) \||\| (train|valid): [0-9]+ pairs; skipped|done training in|Stopping training'
   mkdir -p "$QUIET_LOGS"
   show_command "$(shell_words "$@")"
   if ! "$@" 2>&1 | tee "$log" | { grep --line-buffered -E "$lines" || true; }; then

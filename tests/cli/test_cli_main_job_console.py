@@ -2,9 +2,9 @@
 
 ``examples/aclsum/demo.sh`` (what ``bash scripts/demo.sh`` runs after its set-up) with the settings
 ``.ci/run`` gives it (``UPDATES=2 TEST_PAIRS=10``, read from that file). On the console: each step's
-header, fairseq's training and validation lines, the ROUGE table and the examples, and where the full logs
-are; no warning and no printed module tree. In the log files (WORK/run/logs): everything the commands
-said, the model's module tree included.
+header, fairseq's training and validation lines, the pairs each split kept, the ROUGE table and the
+examples, and where the full logs are; no warning and no printed module tree. In the log files
+(WORK/run/logs): everything the commands said, the model's module tree included.
 
 ``.ci/run`` makes that very run first, in a fresh venv without the test extras, and names its console to the
 suite (``MAIN_JOB_SMOKE_CONSOLE``); the checks then read that run, from the line that ends the set-up on, and
@@ -75,6 +75,12 @@ def test_console_shows_the_steps_the_training_the_table_and_the_logs(smoke):
         )
     assert re.search(r"\| train_inner \||\| train \| epoch", console), "no training line"
     assert re.search(r"\| valid \| .*valid on 'valid' subset", console), "no validation line"
+    # what each split kept, skipped and cut, as the task counted it
+    for split, pairs in (("train", 300), ("valid", 150)):
+        assert re.search(
+            rf"\| {split}: {pairs} pairs; skipped 0 with an empty source or target; truncated \d+ sources",
+            console,
+        ), f"no count of the {split} pairs"
     pairs = SMOKE["TEST_PAIRS"]
     assert re.search(rf"^system +ROUGE-1 +ROUGE-2 +ROUGE-L +\({pairs} pairs", console, re.M), "no ROUGE table"
     assert re.search(rf"^95% intervals \(1000 bootstrap resamples of the {pairs} test pairs", console, re.M)
