@@ -94,9 +94,8 @@ class PairStats:
         return (
             f"{self.papers} papers -> {self.pairs} pairs; skipped {self.skipped_no_abstract} papers with an "
             f"empty abstract and {self.skipped_no_summary} aspects with no summary{incomplete}; "
-            f"{self.truncated_sources} "
-            f"sources cut inside the abstract to fit the budget; {mean_intro:.1f} introduction sentences "
-            "per source on average"
+            f"{self.truncated_sources} sources cut inside the abstract to fit the budget; {mean_intro:.1f} "
+            "introduction sentences per source on average"
         )
 
 
