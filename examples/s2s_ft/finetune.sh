@@ -113,12 +113,12 @@ need_whole WARMUP 0
 need_whole MAX_SRC 3
 need_whole MAX_TGT 2
 need_whole MAX_TGT_PERCENTILE 0
-if (( 10#$MAX_TGT_PERCENTILE > 100 )); then
+need_whole MAX_TGT_LIMIT 2
+MAX_TGT_PERCENTILE=$(( 10#$MAX_TGT_PERCENTILE )) MAX_TGT_LIMIT=$(( 10#$MAX_TGT_LIMIT ))  # 099: 99, not octal
+if (( MAX_TGT_PERCENTILE > 100 )); then
   echo "error: MAX_TGT_PERCENTILE=$MAX_TGT_PERCENTILE is a percentile: 0 (off) to 100" >&2
   exit 2
 fi
-need_whole MAX_TGT_LIMIT 2
-MAX_TGT_PERCENTILE=$(( 10#$MAX_TGT_PERCENTILE )) MAX_TGT_LIMIT=$(( 10#$MAX_TGT_LIMIT ))  # 099: 99, not octal
 need_whole BEAM 1
 if [ -n "$MIN_LEN" ]; then need_whole MIN_LEN 0; fi
 need_whole MAX_LEN 1

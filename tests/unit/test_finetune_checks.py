@@ -142,10 +142,8 @@ def write_tokenized_targets(work, lengths):
 @pytest.mark.parametrize("max_len, expected", [("48", "3"), ("2", "2")])
 def test_min_len_defaults_to_the_5th_percentile_of_the_training_targets(tmp_path, max_len, expected):
     data, work = write_pairs(tmp_path / "data"), tmp_path / "work"
-    (work / "text").mkdir(parents=True)
     # 40 targets of 1..40 tokens (shuffled): the 5th percentile is the 3rd shortest, 3 tokens
-    lengths = [(7 * i) % 40 + 1 for i in range(40)]
-    (work / "text" / "train.tgt").write_text("".join(" ".join(["w"] * n) + "\n" for n in lengths))
+    write_tokenized_targets(work, [(7 * i) % 40 + 1 for i in range(40)])
     checkpoint = tmp_path / "model.pt"
     checkpoint.write_bytes(b"")
     result = finetune(data, work, STAGES="generate", CKPT=str(checkpoint), MAX_LEN=max_len)
