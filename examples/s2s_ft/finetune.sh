@@ -309,11 +309,14 @@ if stage_on train; then
       "position; FRESH=1 starts over)"
   fi
   if [ "$EVAL_ROUGE" = 1 ]; then derive_min_len "$TEXT/train.tgt"; fi
+  # a training line every 5 updates for the config's 250; a longer run keeps to about 100 of them on the
+  # console (every 15 updates for 1,218, every 180 for 17,616), and a --log-interval of the caller's wins
+  log_interval=$(( (UPDATES + 499) / 500 * 5 ))
   eval_rouge_flags  # validation decodes with the test settings; the best checkpoint by ROUGE-L
   # validated and saved every VALID_EVERY updates, the newest kept; the best by validation is kept too
   train_stage "$BIN" "$SAVE" unilm_seq2seq "$UPDATES" "$WARMUP" "${train_flags[@]}" --save-interval 1000 \
     --validate-interval 1000 --save-interval-updates "$VALID_EVERY" --validate-interval-updates "$VALID_EVERY" \
-    --keep-interval-updates 1 --num-workers 0 --log-interval 5 ${DEVICE[@]+"${DEVICE[@]}"} \
+    --keep-interval-updates 1 --num-workers 0 --log-interval "$log_interval" ${DEVICE[@]+"${DEVICE[@]}"} \
     ${EVAL_ROUGE_FLAGS[@]+"${EVAL_ROUGE_FLAGS[@]}"} "$@"
 fi
 

@@ -243,16 +243,19 @@ def test_a_rerun_resumes_from_the_last_checkpoint_unless_fresh(tmp_path):
 
 
 @pytest.mark.parametrize(
-    "pairs, env, updates",
+    "pairs, env, updates, log_interval",
     [
-        (100, {}, 250),  # 3 passes of 25 updates are fewer than the config's 250: kept
-        (401, {}, 303),  # 3 passes of 101 updates (the last batch of 1 pair counts) are more
-        (401, {"MIN_EPOCHS": "5"}, 505),
-        (401, {"UPDATES": "250"}, 250),  # the caller's own UPDATES is kept
-        (401, {"MIN_EPOCHS": "0"}, 250),  # off
+        (100, {}, 250, 5),  # 3 passes of 25 updates are fewer than the config's 250: kept
+        (401, {}, 303, 5),  # 3 passes of 101 updates (the last batch of 1 pair counts) are more
+        (401, {"MIN_EPOCHS": "5"}, 505, 10),  # at most about 100 training lines
+        (401, {"UPDATES": "250"}, 250, 5),  # the caller's own UPDATES is kept
+        (401, {"MIN_EPOCHS": "0"}, 250, 5),  # off
+        (401, {"UPDATES": "17616"}, 17616, 180),
     ],
 )
-def test_a_larger_training_set_gets_min_epochs_passes_unless_updates_is_set(tmp_path, pairs, env, updates):
+def test_a_larger_training_set_gets_min_epochs_passes_unless_updates_is_set(
+    tmp_path, pairs, env, updates, log_interval
+):
     data, work = write_pairs(tmp_path / "data", lines=pairs), tmp_path / "work"
     (work / "model").mkdir(parents=True)
     (work / "model" / "model_args.txt").write_text("--arch unilmv2_base\n")
@@ -262,9 +265,10 @@ def test_a_larger_training_set_gets_min_epochs_passes_unless_updates_is_set(tmp_
     command = next(line for line in result.stderr.splitlines() if line.startswith("+ fairseq-train"))
     assert f" --max-update {updates} " in command and f" --total-num-update {updates} " in command
     assert f" --save-interval-updates {(updates + 1) // 2} " in command, command
+    assert f" --log-interval {log_interval} " in command, command
     passes = f"{updates / -(-pairs // 4):.1f}"
     assert f"{updates} updates of 4 pairs ({passes} passes over {pairs} training pairs)" in result.stdout
-    assert ("== UPDATES=" in result.stdout) == (updates != 250), result.stdout
+    assert ("== UPDATES=" in result.stdout) == ("UPDATES" not in env and updates != 250), result.stdout
 
 
 def test_text_that_is_wordpiece_tokenized_already_is_warned_about(tmp_path, capsys):
