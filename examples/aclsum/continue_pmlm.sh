@@ -6,8 +6,11 @@
 #
 #   bash examples/aclsum/continue_pmlm.sh [WORK_DIR] [extra fairseq-train flags for the pmlm stage]
 #
-# Settings (environment; default in brackets): PMLM_UPDATES [150], PMLM_LR [2e-4], PMLM_BATCH [16],
-# PMLM_TOKENS (tokens per pre-training example) [256], MAX_SRC [finetune.sh's], CPU (1: stay on the CPU even if
+# Settings (environment; default in brackets): START, the weights pre-training continues from: released
+# (the MiniLM as converted) or continued (the main job's start: the MiniLM after this project's continued
+# PMLM pre-training on English prose, data/minilm-continued-ae.pt.xz, unpacked onto it) [released],
+# PMLM_UPDATES [150], PMLM_LR [2e-4], PMLM_BATCH [16], PMLM_TOKENS (tokens per pre-training example) [256],
+# PMLM_OBJECTIVES (ae,par | ae | par) [ae,par], MAX_SRC [finetune.sh's], CPU (1: stay on the CPU even if
 # CUDA is available) [1 when no GPU is visible]; the fine-tuning settings are
 # examples/s2s_ft/finetune.sh's (UPDATES, LR, BATCH, ...). The pre-training text never holds a summary or
 # a test paper. Objective and masking follow UniLMv2 (Bao et al. 2020, Algorithm 1 and §4.1: 15% masked,
@@ -20,7 +23,14 @@ set -euo pipefail
 REPO=$(cd "$(dirname "$0")/../.." && pwd)
 WORK=${1:-work/aclsum-pmlm}
 shift $(( $# > 0 ? 1 : 0 ))
-: "${PMLM_UPDATES:=150}" "${PMLM_LR:=2e-4}" "${PMLM_BATCH:=16}" "${PMLM_TOKENS:=256}"
+: "${PMLM_UPDATES:=150}" "${PMLM_LR:=2e-4}" "${PMLM_BATCH:=16}" "${PMLM_TOKENS:=256}" "${START:=released}"
+: "${PMLM_OBJECTIVES:=ae,par}"
+case "$START" in released | continued) ;; *)
+  echo "error: START=$START must be one of: released continued" >&2; exit 2 ;;
+esac
+case "$PMLM_OBJECTIVES" in ae,par | ae | par) ;; *)
+  echo "error: PMLM_OBJECTIVES=$PMLM_OBJECTIVES must be one of: ae,par ae par" >&2; exit 2 ;;
+esac
 : "${CPU:=$(python -c 'import torch; print(0 if torch.cuda.is_available() else 1)')}"
 export CPU
 DEVICE=()
@@ -42,6 +52,10 @@ echo "== pairs and pre-training text"
 run python "$REPO/scripts/prepare_aclsum.py" --output "$WORK/data" --wordpiece-vocab "$MODEL_DIR/vocab.txt" \
   --max-source-tokens $((MAX_SRC - 2)) --pretraining-text
 run python "$REPO/scripts/convert_hf_checkpoint.py" "$MODEL_DIR" "$MODEL" --overwrite
+if [ "$START" = continued ]; then  # the converted model brings the config and dictionary, these its weights
+  run python "$REPO/scripts/pack_weights.py" unpack "$REPO/data/minilm-continued-ae.pt.xz" "$MODEL/model.pt" \
+    "$MODEL/model.pt"
+fi
 mkdir -p "$PM/text"
 run python "$REPO/scripts/tokenize_text.py" --bpe wordpiece --wordpiece-vocab "$MODEL/dict.txt" \
   --inputs "$WORK/data/pretrain.train.txt" "$WORK/data/pretrain.valid.txt" \
@@ -51,18 +65,24 @@ run fairseq-preprocess --user-dir "$USER_DIR" --task pmlm --only-source --srcdic
   --trainpref "$PM/text/train.txt" --validpref "$PM/text/valid.txt" --destdir "$PM/bin" --workers 2
 
 validate() {  # held-out AE and PAR loss (bits per predicted token) of a checkpoint
-  run fairseq-validate "$PM/bin" --user-dir "$USER_DIR" --task pmlm --path "$1" \
+  run fairseq-validate "$PM/bin" --user-dir "$USER_DIR" --task pmlm --objectives ae,par --path "$1" \
     --tokens-per-sample "$PMLM_TOKENS" --batch-size 16 --required-batch-size-multiple 1 --seed 1 \
     --num-workers 0 ${DEVICE[@]+"${DEVICE[@]}"} 2>&1 | grep "valid on" | tee "$2"
 }
-echo "== held-out AE / PAR loss of the converted model (its MLM head is untrained)"
+if [ "$START" = released ]; then
+  echo "== held-out AE / PAR loss of the released MiniLM (its MLM head is untrained)"
+else
+  echo "== held-out AE / PAR loss of the continued MiniLM"
+fi
 validate "$MODEL/model.pt" "$PM/valid-before.txt"
 
-echo "== continue pre-training: --task pmlm --criterion ae_par, $PMLM_UPDATES updates of $PMLM_BATCH"
+echo "== continue pre-training from the $START MiniLM: --task pmlm --criterion ae_par --objectives" \
+  "$PMLM_OBJECTIVES, $PMLM_UPDATES updates of $PMLM_BATCH"
 # shellcheck disable=SC2207  # the converted model's architecture flags are one line of words
 model_args=($(cat "$MODEL/model_args.txt"))
 rm -rf "$PM/checkpoints"
-run fairseq-train "$PM/bin" --user-dir "$USER_DIR" --task pmlm --criterion ae_par "${model_args[@]}" \
+run fairseq-train "$PM/bin" --user-dir "$USER_DIR" --task pmlm --criterion ae_par \
+  --objectives "$PMLM_OBJECTIVES" "${model_args[@]}" \
   --finetune-from-model "$MODEL/model.pt" --tokens-per-sample "$PMLM_TOKENS" \
   --batch-size "$PMLM_BATCH" --required-batch-size-multiple 1 \
   --optimizer adam --adam-betas '(0.9, 0.98)' --adam-eps 1e-6 --weight-decay 0.01 --clip-norm 0.0 \
@@ -76,9 +96,13 @@ echo "== held-out AE / PAR loss after continued pre-training"
 validate "$PM/checkpoints/checkpoint_last.pt" "$PM/valid-after.txt"
 
 echo "== fine-tune from the continued checkpoint"
-PRETRAINED=$PM/checkpoints/checkpoint_last.pt bash "$REPO/examples/s2s_ft/finetune.sh" \
+START="" PRETRAINED=$PM/checkpoints/checkpoint_last.pt bash "$REPO/examples/s2s_ft/finetune.sh" \
   "$WORK/data" "$WORK/run"
-echo "== held-out pre-training losses (bits per predicted token)"
+echo "== held-out pre-training losses (bits per predicted token) and masked-token accuracy (%)"
 for when in before after; do
-  printf '%-7s %s\n' "$when" "$(grep -oE "ae_loss [0-9.]+ \| par_loss [0-9.]+" "$PM/valid-$when.txt")"
+  printf '%-7s' "$when"
+  for measure in ae_loss par_loss ae_acc par_acc; do
+    printf ' %s %s' "$measure" "$(grep -oE "\| $measure [0-9.]+" "$PM/valid-$when.txt" | tail -1 | cut -d' ' -f3)"
+  done
+  echo
 done

@@ -35,9 +35,10 @@ class Scenario(NamedTuple):
 LOG_LINE = r"""line=$(printf '%s' "$TOOL"; for arg in "$@"; do printf ' %q' "$arg"; done)
 printf '%s\n' "$line" >> "$RECIPE_COMMANDS_LOG"
 """
-# what the recipes look for in fairseq's output (grep under pipefail, the validation line, the training time)
+# what the recipes look for in fairseq's output (grep under pipefail, the validation line in the order the
+# ae_par criterion logs it, the training time)
 OUTPUT = r"""printf 'S-0\tstub\nT-0\tstub\nH-0\t-0.1\tstub\nD-0\t-0.1\tstub\n'
-echo "stub | valid on 'valid' subset | ae_loss 1.0 | par_loss 1.0 | ae_acc 1.0 | par_acc 1.0 | num_updates 10"
+echo "stub | valid on 'valid' subset | ae_loss 1.1 | ae_acc 1.2 | par_loss 1.3 | par_acc 1.4 | num_updates 10"
 echo "stub | done training in 1.0 seconds | train_inner | initialised | Translated 1 sentences | Error"
 """
 # fairseq-train makes its --save-dir with checkpoint_last.pt (which later stages decode or start from) and,
@@ -106,6 +107,11 @@ def make_files(tmp: str, files: Files) -> None:
 
 def run_scenario(scenario: Scenario, tmp: str) -> str:
     """The stubs' log of a recipe's run: one line per command, <TMP> and <REPO> for the folders."""
+    return run_scenario_with_console(scenario, tmp)[0]
+
+
+def run_scenario_with_console(scenario: Scenario, tmp: str) -> Tuple[str, str]:
+    """run_scenario's command log, and what the recipe printed on its standard output."""
     stubs = os.path.join(tmp, "stubs")
     make_stubs(stubs)
     make_files(tmp, scenario.files)
@@ -135,4 +141,4 @@ def run_scenario(scenario: Scenario, tmp: str) -> str:
         text = f.read()
     text = text.replace(tmp, "<TMP>").replace(REPO, "<REPO>")
     assert text, f"{scenario.recipe}: no command ran"
-    return text
+    return text, proc.stdout

@@ -19,11 +19,12 @@ A new recipe under examples/ needs a scenario here, or a line in SKIPPED_RECIPES
 import difflib
 import glob
 import os
+import subprocess
 
 import pytest
 
 from ..helpers.cli import REPO
-from ..helpers.recipe_stubs import Files, Scenario, glue_raw, run_scenario
+from ..helpers.recipe_stubs import Files, Scenario, glue_raw, run_scenario, run_scenario_with_console
 
 GOLDEN = os.path.join(REPO, "tests", "fixtures", "recipe_commands")
 UPDATE = os.environ.get("RECIPE_COMMANDS_UPDATE") == "1"
@@ -129,6 +130,17 @@ MARCO_DEV = {
 
 
 # fmt: off
+# domain-adaptive pre-training from the main job's start, AE only: the shipped weights are unpacked onto the
+# converted MiniLM before pre-training, and fine-tuning starts from the result
+CONTINUE_PMLM_FROM_CONTINUED = Scenario(
+    "examples/aclsum/continue_pmlm.sh",
+    "continued",
+    ("{TMP}/work",),
+    {"CPU": "1", "MODEL_DIR": "{TMP}/hf", "START": "continued", "PMLM_OBJECTIVES": "ae",
+     "PMLM_UPDATES": "400"},
+    {**model_folder("work/model"), **text_pairs("work/data", 100), **finetune_outputs("work/run")},
+)
+
 SCENARIOS = [
     # ------------------------------------------------------------------ s2s-ft: pipeline.sh's recipes
     *[
@@ -259,6 +271,7 @@ SCENARIOS = [
     Scenario("examples/aclsum/continue_pmlm.sh", "", ("{TMP}/work", *EXTRA),
              {"CPU": "1", "MODEL_DIR": "{TMP}/hf"},
              {**model_folder("work/model"), **text_pairs("work/data", 100), **finetune_outputs("work/run")}),
+    CONTINUE_PMLM_FROM_CONTINUED,
     Scenario("examples/aclsum/run_all.sh", "", ("{TMP}/work",), {"CPU": "1", "MODEL_DIR": "{TMP}/hf"},
              {**text_pairs("work/data", 100),  # prepared already: the prepare step is skipped
               **{name: content for row in ACLSUM_ROWS for name, content in
@@ -364,6 +377,25 @@ def test_recipe_commands_match_the_golden_file(tmp_path, scenario):
             f"the words that differ (each with the word before it):\n{changed_words(want, got)}"
         )
         pytest.fail(message, pytrace=False)
+
+
+def test_domain_adaptive_pretraining_prints_the_held_out_measures_before_and_after(tmp_path):
+    _, console = run_scenario_with_console(CONTINUE_PMLM_FROM_CONTINUED, str(tmp_path))
+    assert "== held-out AE / PAR loss of the continued MiniLM" in console
+    assert "--objectives ae, 400 updates of 16" in console
+    # each measure read by its name from the validation line, whatever the order the criterion logs them in
+    for when in ("before", "after"):
+        assert f"{when:7} ae_loss 1.1 par_loss 1.3 ae_acc 1.2 par_acc 1.4" in console, console[-1500:]
+
+
+@pytest.mark.parametrize("start, objectives", [("minilm", "ae"), ("released", "mlm")])
+def test_domain_adaptive_pretraining_refuses_a_bad_start_or_objective(tmp_path, start, objectives):
+    script = os.path.join(REPO, "examples/aclsum/continue_pmlm.sh")
+    env = {**os.environ, "START": start, "PMLM_OBJECTIVES": objectives}
+    result = subprocess.run(["bash", script, str(tmp_path / "work")], env=env, capture_output=True, text=True)
+    name, value = ("START", start) if start != "released" else ("PMLM_OBJECTIVES", objectives)
+    assert result.returncode == 2 and f"error: {name}={value} must be one of" in result.stderr, result.stderr
+    assert not (tmp_path / "work").exists()
 
 
 # the shared stages (examples/common/seq2seq_stages.sh) as each sequence-to-sequence pipeline uses them
