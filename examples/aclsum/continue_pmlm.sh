@@ -95,7 +95,7 @@ cp "$MODEL/dict.txt" "$MODEL/model_args.txt" "$PM/checkpoints/"
 echo "== held-out AE / PAR loss after continued pre-training"
 validate "$PM/checkpoints/checkpoint_last.pt" "$PM/valid-after.txt"
 
-echo "== fine-tune from the continued checkpoint"
+echo "== fine-tune from the checkpoint this pre-training made"
 START="" PRETRAINED=$PM/checkpoints/checkpoint_last.pt bash "$REPO/examples/s2s_ft/finetune.sh" \
   "$WORK/data" "$WORK/run"
 echo "== held-out pre-training losses (bits per predicted token) and masked-token accuracy (%)"
