@@ -23,14 +23,12 @@ set -euo pipefail
 REPO=$(cd "$(dirname "$0")/../.." && pwd)
 WORK=${1:-work/aclsum-pmlm}
 shift $(( $# > 0 ? 1 : 0 ))
+# shellcheck source=examples/aclsum/common.sh
+. "$REPO/examples/aclsum/common.sh"
 : "${PMLM_UPDATES:=150}" "${PMLM_LR:=2e-4}" "${PMLM_BATCH:=16}" "${PMLM_TOKENS:=256}" "${START:=released}"
 : "${PMLM_OBJECTIVES:=ae,par}"
-case "$START" in released | continued) ;; *)
-  echo "error: START=$START must be one of: released continued" >&2; exit 2 ;;
-esac
-case "$PMLM_OBJECTIVES" in ae,par | ae | par) ;; *)
-  echo "error: PMLM_OBJECTIVES=$PMLM_OBJECTIVES must be one of: ae,par ae par" >&2; exit 2 ;;
-esac
+need_choice START released continued
+need_choice PMLM_OBJECTIVES ae,par ae par
 : "${CPU:=$(python -c 'import torch; print(0 if torch.cuda.is_available() else 1)')}"
 export CPU
 DEVICE=()
@@ -39,8 +37,6 @@ run() {
   printf '+ %s\n' "$*" >&2
   "$@"
 }
-# shellcheck source=examples/aclsum/common.sh
-. "$REPO/examples/aclsum/common.sh"
 : "${MAX_SRC:=$(main_job_setting MAX_SRC)}"
 export MAX_SRC
 aclsum_require_inputs

@@ -20,15 +20,11 @@ case "${1:-}" in -h | --help) sed -n '2,17p' "$0"; exit 0 ;; esac  # usage, befo
 REPO=$(cd "$(dirname "$0")/../.." && pwd)
 WORK=${1:-work/aclsum}
 shift $(( $# > 0 ? 1 : 0 ))
+# shellcheck source=examples/aclsum/common.sh
+. "$REPO/examples/aclsum/common.sh"
 : "${TEST_PAIRS:=}" "${START:=continued}" "${JOINED:=0}"
-if [ "$START" != continued ] && [ "$START" != released ]; then
-  echo "error: START=$START must be one of: continued released" >&2
-  exit 2
-fi
-if [ "$JOINED" != 0 ] && [ "$JOINED" != 1 ]; then
-  echo "error: JOINED=$JOINED must be one of: 0 1" >&2
-  exit 2
-fi
+need_choice START continued released
+need_choice JOINED 0 1
 export START  # finetune.sh's convert stage puts the continued weights onto the converted MiniLM
 if [ -n "$TEST_PAIRS" ] && ! [[ $TEST_PAIRS =~ ^[1-9][0-9]*$ ]]; then
   echo "error: TEST_PAIRS=$TEST_PAIRS must be a positive whole number (or empty: all test pairs)" >&2
@@ -36,8 +32,6 @@ if [ -n "$TEST_PAIRS" ] && ! [[ $TEST_PAIRS =~ ^[1-9][0-9]*$ ]]; then
 fi
 start=$(date +%s)
 
-# shellcheck source=examples/aclsum/common.sh
-. "$REPO/examples/aclsum/common.sh"
 : "${MAX_SRC:=$(main_job_setting MAX_SRC)}"
 export MAX_SRC
 aclsum_require_inputs

@@ -38,9 +38,8 @@ WORK=${2:-work/pretraining-ablation}
 : "${MAX_SRC:=$(main_job_setting MAX_SRC)}" "${FT_UPDATES:=$(main_job_setting UPDATES)}"
 export MAX_SRC
 if ! [[ $PARALLEL =~ ^[1-9][0-9]*$ ]]; then echo "error: PARALLEL=$PARALLEL must be a positive whole number" >&2; exit 2; fi
-for name in PAR_ONLY DECODE_CPU; do
-  case "${!name}" in 0 | 1) ;; *) echo "error: $name=${!name} must be one of: 0 1" >&2; exit 2 ;; esac
-done
+need_choice PAR_ONLY 0 1
+need_choice DECODE_CPU 0 1
 for dataset in $DATASETS; do
   case "$dataset" in aclsum | docstrings) ;; *) echo "error: DATASETS: '$dataset' is none of aclsum docstrings" >&2; exit 2 ;; esac
 done
