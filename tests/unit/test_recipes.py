@@ -964,3 +964,45 @@ def test_a_quiet_steps_console_lines_drop_the_logging_prefix(tmp_path):
     beats = [line for line in proc.stdout.splitlines() if line.startswith("   ... ")]
     assert beats and all(re.fullmatch(r"   \.\.\. \d+ s: 3 / 11 wps=181", b) for b in beats)
     assert proc.stdout.splitlines()[-1] == "   300 sentences written"
+
+
+def _quiet_training(tmp_path, lines, *flags):
+    """run_train_step (QUIET_LOGS set) on a stand-in for fairseq-train that prints LINES and ignores FLAGS."""
+    stub = tmp_path / "fake-train"
+    stub.write_text("#!/bin/sh\n" + "".join(f"echo '{line}'\n" for line in lines))
+    stub.chmod(0o755)
+    script = f'. examples/common/seq2seq_stages.sh; QUIET_LOGS={tmp_path}/logs; run_train_step "$@"'
+    proc = subprocess.run(["bash", "-c", script, "script", str(stub), "bin", *flags], cwd=REPO,
+                          env=clean_environment(), capture_output=True, text=True, timeout=60)  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    return proc.stdout.splitlines()
+
+
+INNER = "INFO | train_inner | epoch 001: loss=6.04, num_updates={}, train_wall={}, wall={}"
+
+
+def test_a_quiet_training_says_once_when_its_budget_ends(tmp_path):
+    """A minute into training the console gets one line: the rest of the budget (the last --max-update, as
+    fairseq reads it) at the pace so far, fairseq's wall clock over its update count; 20 updates in 80 s of
+    1,000 leave 980 x 4 s = 65 min. Lines before the minute give no estimate, and no line repeats it."""
+    lines = [INNER.format(10, 29, 30), INNER.format(20, 79, 80), INNER.format(30, 119, 120)]
+    console = _quiet_training(tmp_path, lines, "--max-update", "100", "--max-update", "1000")
+    assert console[:2] == lines[:2] and console[3] == lines[2], console
+    assert re.fullmatch(r"   \.\.\. 20 updates in 80 s: at this pace the 1000 updates end in about 1 h 5 min "
+                        r"\(about \d\d:\d\d\)", console[2]), console  # fmt: skip
+    assert len(console) == 4
+    with open(tmp_path / "logs" / "train.log") as log:
+        assert log.read().splitlines() == lines  # the log holds what the command printed, nothing added
+
+
+def test_the_estimate_names_a_time_limit_that_ends_training_first(tmp_path):
+    """With --stop-time-hours shorter than the budget's rest, the line says both; a limit already reached
+    (or a rest under a minute) says nothing, and so does a budget given with '=' once its rest is short."""
+    lines = [INNER.format(20, 79, 80)]
+    console = _quiet_training(tmp_path, lines, "--max-update=1000", "--stop-time-hours", "0.5")
+    assert re.fullmatch(r"   \.\.\. 20 updates in 80 s: at this pace the 1000 updates would take 1 h 5 min "
+                        r"more; the time limit \(--stop-time-hours 0\.5\) stops training in about 29 min "
+                        r"\(about \d\d:\d\d\)", console[1]), console  # fmt: skip
+    assert _quiet_training(tmp_path, lines, "--max-update", "1000", "--stop-time-hours=0.01") == lines
+    assert _quiet_training(tmp_path, lines, "--max-update=30") == lines  # 10 x 4 s left
+    assert _quiet_training(tmp_path, lines) == lines  # no budget given
