@@ -36,10 +36,12 @@
 # whole log), valid-*.log (held-out measures of each checkpoint with both objectives), curve.tsv (each arm's
 # in-training validation, by scripts/pretraining_curve.py: update, seconds, ae_loss, par_loss, ae_acc,
 # par_acc) and summary.tsv (arm, point, updates, training seconds, held-out measures of both objectives).
+# The console shows each fairseq-train command, its training and validation lines and, a minute into
+# training, how long the rest takes and when it ends.
 set -euo pipefail
-case "${1:-}" in -h | --help) sed -n '2,34p' "$0"; exit 0 ;; esac
+case "${1:-}" in -h | --help) sed -n '2,/^[^#]/{/^#/p}' "$0"; exit 0 ;; esac  # the whole header
 if [ $# -lt 3 ]; then
-  sed -n '2,14p' "$0" >&2
+  sed -n '2,12p' "$0" >&2
   exit 2
 fi
 REPO=$(cd "$(dirname "$0")/../.." && pwd)
@@ -76,6 +78,11 @@ run() {
   printf '+ %s\n' "$*" >&2
   "$@"
 }
+# shellcheck source=examples/common/training_console.sh
+. "$REPO/examples/common/training_console.sh"
+# the console shows the fairseq-train command, its training and validation lines as they come and, a minute
+# in, when the training ends (training_estimate); ARM/train.log keeps all it says
+TRAINING_LINES='^\+ fairseq-train |\| (train_inner|train|valid) \||done training in|Stopping training'
 
 measure() {  # CHECKPOINT LOG: held-out AE and PAR loss and accuracy, both objectives, the same masks each time
   run fairseq-validate "${CORPUS%%:*}" --user-dir "$USER_DIR" --task pmlm --objectives ae,par --path "$1" \
@@ -124,7 +131,9 @@ for arm in $ARMS; do
     --validate-interval-updates "$VALID_EVERY" --validate-interval 1000000 --batch-size-valid "$VALID_BATCH" \
     --save-dir "$out/checkpoints" --save-interval-updates "$first_updates" --keep-interval-updates -1 \
     --save-interval 1000000 --no-epoch-checkpoints --seed "$SEED" --num-workers "$WORKERS" \
-    --log-format simple --log-interval 50 ${DEVICE[@]+"${DEVICE[@]}"} "$@" > "$out/train.log" 2>&1 || {
+    --log-format simple --log-interval 50 ${DEVICE[@]+"${DEVICE[@]}"} "$@" 2>&1 \
+    | tee "$out/train.log" | { grep --line-buffered -E "$TRAINING_LINES" || true; } \
+    | training_estimate "${stop[@]}" "$@" || {
     echo "error: fairseq-train failed for $arm; the end of $out/train.log:" >&2
     tail -20 "$out/train.log" >&2
     exit 1

@@ -388,6 +388,22 @@ def test_domain_adaptive_pretraining_prints_the_held_out_measures_before_and_aft
         assert f"{when:7} ae_loss 1.1 par_loss 1.3 ae_acc 1.2 par_acc 1.4" in console, console[-1500:]
 
 
+def test_continued_pretraining_shows_each_arms_command_and_training_lines(tmp_path):
+    """fairseq-train's whole output goes to ARM/train.log; the console gets each arm's command and its
+    training, validation and closing lines as they come, not the rest."""
+    recipe = "examples/unilmv2_pretrain/continue_pretraining.sh"
+    scenario = next(s for s in SCENARIOS if s.recipe == recipe and s.name == "defaults")
+    _, console = run_scenario_with_console(scenario, str(tmp_path))
+    lines = console.splitlines()
+    assert [line.split()[:3] for line in lines if line.startswith("+ fairseq-train ")] == [
+        ["+", "fairseq-train", f"{tmp_path}/corpus"]
+    ] * 2, console  # the two arms, ae,par and ae
+    assert sum(line.startswith("stub | done training in 1.0 seconds") for line in lines) == 2, console
+    log = (tmp_path / "work" / "ae" / "train.log").read_text()
+    assert "done training in 1.0 seconds" in log and "H-0\t-0.1\tstub" in log
+    assert "H-0" not in console
+
+
 @pytest.mark.parametrize("start, objectives", [("minilm", "ae"), ("released", "mlm")])
 def test_domain_adaptive_pretraining_refuses_a_bad_start_or_objective(tmp_path, start, objectives):
     script = os.path.join(REPO, "examples/aclsum/continue_pmlm.sh")
