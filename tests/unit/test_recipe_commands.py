@@ -294,6 +294,7 @@ SKIPPED_RECIPES = {
     "examples/palm/pipeline.sh": "sourced by the PALM recipes (their scenarios run it)",
     "examples/common/pairs.sh": "shared functions, sourced",
     "examples/common/seq2seq_stages.sh": "the s2s-ft and PALM pipelines' shared stages, sourced",
+    "examples/common/training_console.sh": "the console's time estimate, sourced (test_recipes.py runs it)",
     "examples/aclsum/common.sh": "shared functions, sourced",
 }
 
