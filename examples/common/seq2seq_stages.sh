@@ -44,7 +44,7 @@ run_train_step() {
   local lines='\| (train_inner|train|valid) \||\| (train|valid): [0-9]+ pairs; skipped|done training in|Stopping training'
   mkdir -p "$QUIET_LOGS"
   show_command "$(shell_words "$@")"
-  if ! "$@" 2>&1 | tee "$log" | { grep --line-buffered -E "$lines" || true; } | training_estimate "$@"; then
+  if ! show_training "$log" "$lines" "$@"; then
     echo "error: $1 failed; the end of $log:" >&2
     tail -n 20 "$log" >&2
     exit 1

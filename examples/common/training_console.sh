@@ -1,7 +1,16 @@
 # shellcheck shell=bash
 # What a recipe's console says while fairseq-train runs: fine-tuning (examples/common/seq2seq_stages.sh's
-# run_train_step) and continued pre-training (examples/unilmv2_pretrain/continue_pretraining.sh) pipe
-# fairseq's training and validation lines through training_estimate. Sourced, not run.
+# run_train_step) and continued pre-training (examples/unilmv2_pretrain/continue_pretraining.sh) run it
+# through show_training. Sourced, not run.
+
+# show_training LOG PATTERN COMMAND...: run COMMAND with all it prints in LOG and on the console the lines
+# that match PATTERN (grep -E), as they come, with training_estimate's line; under pipefail, it fails when
+# COMMAND does
+show_training() {
+  local log=$1 pattern=$2
+  shift 2
+  "$@" 2>&1 | tee "$log" | { grep --line-buffered -E "$pattern" || true; } | training_estimate "$@"
+}
 
 # training_estimate FAIRSEQ_TRAIN_ARGS...: copy the training lines of standard input to standard output and,
 # once, after the first train_inner line logged ESTIMATE_AFTER_S seconds or more into training, say how long

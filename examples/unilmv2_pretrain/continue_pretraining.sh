@@ -81,7 +81,7 @@ run() {
 # shellcheck source=examples/common/training_console.sh
 . "$REPO/examples/common/training_console.sh"
 # the console shows the fairseq-train command, its training and validation lines as they come and, a minute
-# in, when the training ends (training_estimate); ARM/train.log keeps all it says
+# in, when the training ends (show_training); ARM/train.log keeps all it says
 TRAINING_LINES='^\+ fairseq-train |\| (train_inner|train|valid) \||done training in|Stopping training'
 
 measure() {  # CHECKPOINT LOG: held-out AE and PAR loss and accuracy, both objectives, the same masks each time
@@ -123,7 +123,8 @@ for arm in $ARMS; do
     stop=(--max-update "$first_updates")
   fi
   echo "== continue pre-training, objectives $arm: ${stop[*]}, batch $BATCH x $TOKENS tokens, lr $LR"
-  run fairseq-train "$CORPUS" --user-dir "$USER_DIR" --task pmlm --criterion ae_par --objectives "$arm" \
+  show_training "$out/train.log" "$TRAINING_LINES" \
+    run fairseq-train "$CORPUS" --user-dir "$USER_DIR" --task pmlm --criterion ae_par --objectives "$arm" \
     "${MODEL_ARGS[@]}" --finetune-from-model "$MODEL/model.pt" --tokens-per-sample "$TOKENS" \
     --batch-size "$BATCH" --required-batch-size-multiple 1 \
     --optimizer adam --adam-betas '(0.9, 0.98)' --adam-eps 1e-6 --weight-decay 0.01 --clip-norm 0.0 \
@@ -131,9 +132,7 @@ for arm in $ARMS; do
     --validate-interval-updates "$VALID_EVERY" --validate-interval 1000000 --batch-size-valid "$VALID_BATCH" \
     --save-dir "$out/checkpoints" --save-interval-updates "$first_updates" --keep-interval-updates -1 \
     --save-interval 1000000 --no-epoch-checkpoints --seed "$SEED" --num-workers "$WORKERS" \
-    --log-format simple --log-interval 50 ${DEVICE[@]+"${DEVICE[@]}"} "$@" 2>&1 \
-    | tee "$out/train.log" | { grep --line-buffered -E "$TRAINING_LINES" || true; } \
-    | training_estimate "${stop[@]}" "$@" || {
+    --log-format simple --log-interval 50 ${DEVICE[@]+"${DEVICE[@]}"} "$@" || {
     echo "error: fairseq-train failed for $arm; the end of $out/train.log:" >&2
     tail -20 "$out/train.log" >&2
     exit 1
