@@ -18,6 +18,8 @@
 # (Adam betas (0.9, 0.98), eps 1e-6, weight decay 0.01, no gradient clipping, linear warm-up and decay).
 # The learning rate, batch, length and number of updates of this short continuation are this project's
 # choices for a CPU budget (Table 7's 6e-4 and batch 7,680 are for 0.5M steps from scratch).
+# WORK_DIR/commands.sh keeps the commands of the pre-training part, WORK_DIR/run/commands.sh those of the
+# fine-tuning.
 case "${1:-}" in -h | --help) awk 'NR > 1 && !/^#/ {exit} NR > 1 {sub(/^# ?/, ""); print}' "$0"; exit 0 ;; esac  # usage, before any work
 set -euo pipefail
 REPO=$(cd "$(dirname "$0")/../.." && pwd)
@@ -33,35 +35,35 @@ need_choice PMLM_OBJECTIVES ae,par ae par
 export CPU
 DEVICE=()
 if [ "$CPU" = 1 ]; then DEVICE=(--cpu); fi
-run() {
-  printf '+ %s\n' "$*" >&2
-  "$@"
-}
 : "${MAX_SRC:=$(main_job_setting MAX_SRC)}"
 export MAX_SRC
 aclsum_require_inputs
 USER_DIR=$REPO/unilm_fairseq
 MODEL=$WORK/model
 PM=$WORK/pmlm
+mkdir -p "$WORK"
+# each command is shown, quoted for the shell, before it runs and kept in WORK/commands.sh (run_shown); the
+# fine-tuning keeps its own in WORK/run
+record_start "$WORK/commands.sh"
 
 echo "== pairs and pre-training text"
-run python "$REPO/scripts/prepare_aclsum.py" --output "$WORK/data" --wordpiece-vocab "$MODEL_DIR/vocab.txt" \
-  --max-source-tokens $((MAX_SRC - 2)) --pretraining-text
-run python "$REPO/scripts/convert_hf_checkpoint.py" "$MODEL_DIR" "$MODEL" --overwrite
+run_shown python "$REPO/scripts/prepare_aclsum.py" --output "$WORK/data" \
+  --wordpiece-vocab "$MODEL_DIR/vocab.txt" --max-source-tokens $((MAX_SRC - 2)) --pretraining-text
+run_shown python "$REPO/scripts/convert_hf_checkpoint.py" "$MODEL_DIR" "$MODEL" --overwrite
 if [ "$START" = continued ]; then  # the converted model brings the config and dictionary, these its weights
-  run python "$REPO/scripts/pack_weights.py" unpack "$REPO/data/minilm-continued-ae.pt.xz" "$MODEL/model.pt" \
-    "$MODEL/model.pt"
+  run_shown python "$REPO/scripts/pack_weights.py" unpack "$REPO/data/minilm-continued-ae.pt.xz" \
+    "$MODEL/model.pt" "$MODEL/model.pt"
 fi
 mkdir -p "$PM/text"
-run python "$REPO/scripts/tokenize_text.py" --bpe wordpiece --wordpiece-vocab "$MODEL/dict.txt" \
+run_shown python "$REPO/scripts/tokenize_text.py" --bpe wordpiece --wordpiece-vocab "$MODEL/dict.txt" \
   --inputs "$WORK/data/pretrain.train.txt" "$WORK/data/pretrain.valid.txt" \
   --outputs "$PM/text/train.txt" "$PM/text/valid.txt" --workers 2
 rm -rf "$PM/bin"
-run fairseq-preprocess --user-dir "$USER_DIR" --task pmlm --only-source --srcdict "$MODEL/dict.txt" \
+run_shown fairseq-preprocess --user-dir "$USER_DIR" --task pmlm --only-source --srcdict "$MODEL/dict.txt" \
   --trainpref "$PM/text/train.txt" --validpref "$PM/text/valid.txt" --destdir "$PM/bin" --workers 2
 
 validate() {  # held-out AE and PAR loss (bits per predicted token) of a checkpoint
-  run fairseq-validate "$PM/bin" --user-dir "$USER_DIR" --task pmlm --objectives ae,par --path "$1" \
+  run_shown fairseq-validate "$PM/bin" --user-dir "$USER_DIR" --task pmlm --objectives ae,par --path "$1" \
     --tokens-per-sample "$PMLM_TOKENS" --batch-size 16 --required-batch-size-multiple 1 --seed 1 \
     --num-workers 0 ${DEVICE[@]+"${DEVICE[@]}"} 2>&1 | grep "valid on" | tee "$2"
 }
@@ -77,7 +79,7 @@ echo "== continue pre-training from the $START MiniLM: --task pmlm --criterion a
 # shellcheck disable=SC2207  # the converted model's architecture flags are one line of words
 model_args=($(cat "$MODEL/model_args.txt"))
 rm -rf "$PM/checkpoints"
-run fairseq-train "$PM/bin" --user-dir "$USER_DIR" --task pmlm --criterion ae_par \
+run_shown fairseq-train "$PM/bin" --user-dir "$USER_DIR" --task pmlm --criterion ae_par \
   --objectives "$PMLM_OBJECTIVES" "${model_args[@]}" \
   --finetune-from-model "$MODEL/model.pt" --tokens-per-sample "$PMLM_TOKENS" \
   --batch-size "$PMLM_BATCH" --required-batch-size-multiple 1 \

@@ -35,9 +35,9 @@
 # Output in WORK_DIR: ARM/checkpoints (checkpoint_last.pt, checkpoint_*_UPDATES.pt), ARM/train.log (fairseq's
 # whole log), valid-*.log (held-out measures of each checkpoint with both objectives), curve.tsv (each arm's
 # in-training validation, by scripts/pretraining_curve.py: update, seconds, ae_loss, par_loss, ae_acc,
-# par_acc) and summary.tsv (arm, point, updates, training seconds, held-out measures of both objectives).
-# The console shows each fairseq-train command, its training and validation lines and, a minute into
-# training, how long the rest takes and when it ends.
+# par_acc), summary.tsv (arm, point, updates, training seconds, held-out measures of both objectives) and
+# commands.sh (every command run, quoted for the shell). The console shows each fairseq-train command, its
+# training and validation lines and, a minute into training, how long the rest takes and when it ends.
 set -euo pipefail
 case "${1:-}" in -h | --help) sed -n '2,/^[^#]/{/^#/p}' "$0"; exit 0 ;; esac  # the whole header
 if [ $# -lt 3 ]; then
@@ -74,10 +74,10 @@ if [ "$CPU" = 1 ]; then DEVICE=(--cpu); elif [ "$FP16" = 1 ]; then DEVICE=(--fp1
 # shellcheck disable=SC2207  # the converted model's architecture flags are one line of words
 MODEL_ARGS=($(cat "$MODEL/model_args.txt"))
 mkdir -p "$WORK"
-run() {
-  printf '+ %s\n' "$*" >&2
-  "$@"
-}
+# shellcheck source=examples/common/pairs.sh
+. "$REPO/examples/common/pairs.sh"
+# each command is shown, quoted for the shell, before it runs and kept in WORK/commands.sh (run_shown)
+record_start "$WORK/commands.sh"
 # shellcheck source=examples/common/training_console.sh
 . "$REPO/examples/common/training_console.sh"
 # the console shows the fairseq-train command, its training and validation lines as they come and, a minute
@@ -85,7 +85,7 @@ run() {
 TRAINING_LINES='^\+ fairseq-train |\| (train_inner|train|valid) \||done training in|Stopping training'
 
 measure() {  # CHECKPOINT LOG: held-out AE and PAR loss and accuracy, both objectives, the same masks each time
-  run fairseq-validate "${CORPUS%%:*}" --user-dir "$USER_DIR" --task pmlm --objectives ae,par --path "$1" \
+  run_shown fairseq-validate "${CORPUS%%:*}" --user-dir "$USER_DIR" --task pmlm --objectives ae,par --path "$1" \
     --tokens-per-sample "$TOKENS" --batch-size "$VALID_BATCH" --required-batch-size-multiple 1 --seed "$SEED" \
     --num-workers "$WORKERS" ${DEVICE[@]+"${DEVICE[@]}"} > "$2" 2>&1
   local line
@@ -124,7 +124,7 @@ for arm in $ARMS; do
   fi
   echo "== continue pre-training, objectives $arm: ${stop[*]}, batch $BATCH x $TOKENS tokens, lr $LR"
   show_training "$out/train.log" "$TRAINING_LINES" \
-    run fairseq-train "$CORPUS" --user-dir "$USER_DIR" --task pmlm --criterion ae_par --objectives "$arm" \
+    run_shown fairseq-train "$CORPUS" --user-dir "$USER_DIR" --task pmlm --criterion ae_par --objectives "$arm" \
     "${MODEL_ARGS[@]}" --finetune-from-model "$MODEL/model.pt" --tokens-per-sample "$TOKENS" \
     --batch-size "$BATCH" --required-batch-size-multiple 1 \
     --optimizer adam --adam-betas '(0.9, 0.98)' --adam-eps 1e-6 --weight-decay 0.01 --clip-norm 0.0 \
@@ -157,7 +157,7 @@ for arm in $ARMS; do
 done
 logs=()
 for arm in $ARMS; do logs+=("$arm=$WORK/${arm/,/+}/train.log"); done
-run python "$REPO/scripts/pretraining_curve.py" --log "${logs[@]}" --start "$WORK/valid-before.log" \
+run_shown python "$REPO/scripts/pretraining_curve.py" --log "${logs[@]}" --start "$WORK/valid-before.log" \
   --tsv "$WORK/curve.tsv"
 echo "== held-out measures (bits per predicted token; accuracy in %): $WORK/summary.tsv, curves: $WORK/curve.tsv"
 column -t -s $'\t' "$WORK/summary.tsv"

@@ -19,6 +19,7 @@ A new recipe under examples/ needs a scenario here, or a line in SKIPPED_RECIPES
 import difflib
 import glob
 import os
+import shlex
 import subprocess
 
 import pytest
@@ -387,6 +388,7 @@ def test_domain_adaptive_pretraining_prints_the_held_out_measures_before_and_aft
     # each measure read by its name from the validation line, whatever the order the criterion logs them in
     for when in ("before", "after"):
         assert f"{when:7} ae_loss 1.1 par_loss 1.3 ae_acc 1.2 par_acc 1.4" in console, console[-1500:]
+    assert_commands_shown_as_shell(console, tmp_path / "work" / "commands.sh", "fairseq-train")
 
 
 def test_continued_pretraining_shows_each_arms_command_and_training_lines(tmp_path):
@@ -403,6 +405,25 @@ def test_continued_pretraining_shows_each_arms_command_and_training_lines(tmp_pa
     log = (tmp_path / "work" / "ae" / "train.log").read_text()
     assert "done training in 1.0 seconds" in log and "H-0\t-0.1\tstub" in log
     assert "H-0" not in console
+    assert_commands_shown_as_shell(console, tmp_path / "work" / "commands.sh", "fairseq-train")
+
+
+def assert_commands_shown_as_shell(console, record, *programs):
+    """The record script (WORK/commands.sh) holds each of the programs' commands, quoted for the shell so
+    that running it runs what the recipe ran (the Adam betas' parentheses and space would not survive
+    unquoted), and every command the console shows ("+ COMMAND"), in the same order."""
+    kept = record.read_text().splitlines()
+    assert kept[0] == "#!/usr/bin/env bash"
+    recorded = kept[1:]
+    subprocess.run(["bash", "-n", str(record)], check=True)
+    for program in programs:
+        assert any(line.startswith(program + " ") for line in recorded), (program, recorded)
+    for line in recorded:
+        if line.startswith("fairseq-train "):
+            words = shlex.split(line)
+            assert words[words.index("--adam-betas") + 1] == "(0.9, 0.98)", line
+    shown = [line[2:] for line in console.splitlines() if line.startswith("+ ")]
+    assert [line for line in recorded if line in shown] == shown, (shown, recorded)
 
 
 @pytest.mark.parametrize("start, objectives", [("minilm", "ae"), ("released", "mlm")])
