@@ -18,8 +18,10 @@
 # (Adam betas (0.9, 0.98), eps 1e-6, weight decay 0.01, no gradient clipping, linear warm-up and decay).
 # The learning rate, batch, length and number of updates of this short continuation are this project's
 # choices for a CPU budget (Table 7's 6e-4 and batch 7,680 are for 0.5M steps from scratch).
-# WORK_DIR/commands.sh keeps the commands of the pre-training part, WORK_DIR/run/commands.sh those of the
-# fine-tuning.
+# The console is the main job's: each command, a line every 30 s from a running step, fairseq-train's
+# training lines and, a minute in, when training ends. WORK_DIR/logs/STEP.log keeps each pre-training step's
+# whole output and WORK_DIR/commands.sh its commands; WORK_DIR/run/logs and WORK_DIR/run/commands.sh those
+# of the fine-tuning.
 case "${1:-}" in -h | --help) awk 'NR > 1 && !/^#/ {exit} NR > 1 {sub(/^# ?/, ""); print}' "$0"; exit 0 ;; esac  # usage, before any work
 set -euo pipefail
 REPO=$(cd "$(dirname "$0")/../.." && pwd)
@@ -42,44 +44,51 @@ USER_DIR=$REPO/unilm_fairseq
 MODEL=$WORK/model
 PM=$WORK/pmlm
 mkdir -p "$WORK"
-# each command is shown, quoted for the shell, before it runs and kept in WORK/commands.sh (run_shown); the
-# fine-tuning keeps its own in WORK/run
+# shellcheck source=examples/common/seq2seq_stages.sh
+. "$REPO/examples/common/seq2seq_stages.sh"
+# the main job's console: each command is shown, quoted for the shell, and kept in WORK/commands.sh; each
+# step's whole output goes to WORK/logs/STEP.log, with a line from it every 30 s, fairseq-train's training
+# lines as they come and, a minute in, when training ends; the fine-tuning keeps its own in WORK/run
 record_start "$WORK/commands.sh"
+QUIET_LOGS=$WORK/logs
 
 echo "== pairs and pre-training text"
-run_shown python "$REPO/scripts/prepare_aclsum.py" --output "$WORK/data" \
+run_step prepare python "$REPO/scripts/prepare_aclsum.py" --output "$WORK/data" \
   --wordpiece-vocab "$MODEL_DIR/vocab.txt" --max-source-tokens $((MAX_SRC - 2)) --pretraining-text
-run_shown python "$REPO/scripts/convert_hf_checkpoint.py" "$MODEL_DIR" "$MODEL" --overwrite
+step_summary prepare "(train|valid|test): [0-9]+ papers -> |pretrain\.(train|valid)\.txt: "
+run_step convert python "$REPO/scripts/convert_hf_checkpoint.py" "$MODEL_DIR" "$MODEL" --overwrite
 if [ "$START" = continued ]; then  # the converted model brings the config and dictionary, these its weights
-  run_shown python "$REPO/scripts/pack_weights.py" unpack "$REPO/data/minilm-continued-ae.pt.xz" \
+  run_step unpack python "$REPO/scripts/pack_weights.py" unpack "$REPO/data/minilm-continued-ae.pt.xz" \
     "$MODEL/model.pt" "$MODEL/model.pt"
 fi
 mkdir -p "$PM/text"
-run_shown python "$REPO/scripts/tokenize_text.py" --bpe wordpiece --wordpiece-vocab "$MODEL/dict.txt" \
+run_step tokenize python "$REPO/scripts/tokenize_text.py" --bpe wordpiece --wordpiece-vocab "$MODEL/dict.txt" \
   --inputs "$WORK/data/pretrain.train.txt" "$WORK/data/pretrain.valid.txt" \
   --outputs "$PM/text/train.txt" "$PM/text/valid.txt" --workers 2
+step_summary tokenize " -> .*: [0-9]+ lines"
 rm -rf "$PM/bin"
-run_shown fairseq-preprocess --user-dir "$USER_DIR" --task pmlm --only-source --srcdict "$MODEL/dict.txt" \
+run_step binarize fairseq-preprocess --user-dir "$USER_DIR" --task pmlm --only-source --srcdict "$MODEL/dict.txt" \
   --trainpref "$PM/text/train.txt" --validpref "$PM/text/valid.txt" --destdir "$PM/bin" --workers 2
 
-validate() {  # held-out AE and PAR loss (bits per predicted token) of a checkpoint
-  run_shown fairseq-validate "$PM/bin" --user-dir "$USER_DIR" --task pmlm --objectives ae,par --path "$1" \
-    --tokens-per-sample "$PMLM_TOKENS" --batch-size 16 --required-batch-size-multiple 1 --seed 1 \
-    --num-workers 0 ${DEVICE[@]+"${DEVICE[@]}"} 2>&1 | grep "valid on" | tee "$2"
+validate() {  # WHEN CHECKPOINT: held-out AE and PAR loss (bits per predicted token) in PM/valid-WHEN.txt
+  run_step "validate-$1" fairseq-validate "$PM/bin" --user-dir "$USER_DIR" --task pmlm --objectives ae,par \
+    --path "$2" --tokens-per-sample "$PMLM_TOKENS" --batch-size 16 --required-batch-size-multiple 1 --seed 1 \
+    --num-workers 0 ${DEVICE[@]+"${DEVICE[@]}"}
+  grep "valid on" "$QUIET_LOGS/validate-$1.log" | tee "$PM/valid-$1.txt"
 }
 if [ "$START" = released ]; then
   echo "== held-out AE / PAR loss of the released MiniLM (its MLM head is untrained)"
 else
   echo "== held-out AE / PAR loss of the continued MiniLM"
 fi
-validate "$MODEL/model.pt" "$PM/valid-before.txt"
+validate before "$MODEL/model.pt"
 
 echo "== continue pre-training from the $START MiniLM: --task pmlm --criterion ae_par --objectives" \
   "$PMLM_OBJECTIVES, $PMLM_UPDATES updates of $PMLM_BATCH"
 # shellcheck disable=SC2207  # the converted model's architecture flags are one line of words
 model_args=($(cat "$MODEL/model_args.txt"))
 rm -rf "$PM/checkpoints"
-run_shown fairseq-train "$PM/bin" --user-dir "$USER_DIR" --task pmlm --criterion ae_par \
+run_train_step fairseq-train "$PM/bin" --user-dir "$USER_DIR" --task pmlm --criterion ae_par \
   --objectives "$PMLM_OBJECTIVES" "${model_args[@]}" \
   --finetune-from-model "$MODEL/model.pt" --tokens-per-sample "$PMLM_TOKENS" \
   --batch-size "$PMLM_BATCH" --required-batch-size-multiple 1 \
@@ -91,7 +100,7 @@ run_shown fairseq-train "$PM/bin" --user-dir "$USER_DIR" --task pmlm --criterion
 cp "$MODEL/dict.txt" "$MODEL/model_args.txt" "$PM/checkpoints/"
 
 echo "== held-out AE / PAR loss after continued pre-training"
-validate "$PM/checkpoints/checkpoint_last.pt" "$PM/valid-after.txt"
+validate after "$PM/checkpoints/checkpoint_last.pt"
 
 echo "== fine-tune from the checkpoint this pre-training made"
 START="" PRETRAINED=$PM/checkpoints/checkpoint_last.pt bash "$REPO/examples/s2s_ft/finetune.sh" \
@@ -104,3 +113,4 @@ for when in before after; do
   done
   echo
 done
+echo "== full logs of the pre-training steps: $QUIET_LOGS/ ($(cd "$QUIET_LOGS" && ls -- *.log | tr '\n' ' '))"

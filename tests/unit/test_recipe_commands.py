@@ -389,6 +389,18 @@ def test_domain_adaptive_pretraining_prints_the_held_out_measures_before_and_aft
     for when in ("before", "after"):
         assert f"{when:7} ae_loss 1.1 par_loss 1.3 ae_acc 1.2 par_acc 1.4" in console, console[-1500:]
     assert_commands_shown_as_shell(console, tmp_path / "work" / "commands.sh", "fairseq-train")
+    # the pre-training steps are quiet as the main job's: their output in WORK/logs, not on the console
+    logs = sorted(os.listdir(tmp_path / "work" / "logs"))
+    steps = "binarize convert prepare tokenize train unpack validate-after validate-before".split()
+    assert logs == [f"{step}.log" for step in steps]
+    lines = console.splitlines()
+    first, last = "== pairs and pre-training text", "== held-out AE / PAR loss of the continued MiniLM"
+    # the stand-in commands' output went to the logs
+    assert lines[lines.index(first) + 1 : lines.index(last)] == []
+    assert "stub pairs" in (tmp_path / "work" / "logs" / "prepare.log").read_text()
+    assert lines[-1].startswith(
+        f"== full logs of the pre-training steps: {tmp_path}/work/logs/ (binarize.log"
+    )
 
 
 def test_continued_pretraining_shows_each_arms_command_and_training_lines(tmp_path):
