@@ -89,6 +89,46 @@ def test_seeds_table_errors(tmp_path, capsys):
     assert "seed2/data/test.tgt differs from seed 1's references" in capsys.readouterr().err
 
 
+def test_seeds_against_another_folder(tmp_path, capsys):
+    """--against: per shared seed number, this folder's validation NLL and ROUGE minus the other's; the mean
+    and sd of those; the seeds' mean per pair against the other's, by the paired bootstrap."""
+    refs, system = lines("reference.txt"), lines("system.txt")
+    positional = [" ".join(s.split()[:6]) for s in system]
+    ours, theirs = tmp_path / "ours", tmp_path / "theirs"
+    mine = {1: system, 2: [" ".join(s.split()[1:]) for s in system], 3: system}
+    other = {1: [" ".join(s.split()[:12]) for s in system], 2: [" ".join(s.split()[:8]) for s in system]}
+    for seed, hyps in mine.items():
+        seed_folder(ours, seed, hyps, refs, positional, [(250, 5.8 + seed / 100)])
+    for seed, hyps in other.items():
+        seed_folder(theirs, seed, hyps, refs, positional, [(250, 6.0 + seed / 10)])
+    args = [str(ours), "--against", str(theirs), "--resamples", "300", "--json", str(tmp_path / "s.json")]
+    assert seeds_table.main(args) == 0
+    out = capsys.readouterr().out
+    against = json.loads((tmp_path / "s.json").read_text())["against"]
+    assert [row["seed"] for row in against["seeds"]] == [1, 2]  # seed 3 has no partner
+    differences = {}
+    for row in against["seeds"]:
+        seed = row["seed"]
+        assert row["valid_nll"] == pytest.approx((5.8 + seed / 100) - (6.0 + seed / 10))
+        for key in ("rouge1", "rouge2", "rougeL"):
+            expected = rouge_scores(mine[seed], refs)[key] - rouge_scores(other[seed], refs)[key]
+            assert row["rouge"][key] == pytest.approx(100 * expected)
+        differences[seed] = row["rouge"]["rougeL"]
+    difference, low, high, p = against["seeds_mean_per_pair"]["rougeL"]
+    assert difference == pytest.approx(statistics.mean(differences.values()))
+    assert low <= difference <= high and 0 <= p <= 1
+    assert difference > 0 and p < 0.05  # whole summaries against cut ones
+    assert f"against {theirs} (this folder minus it" in out
+    assert "| 1 | -0.290 | " in out and "| mean ± sd over 2 seeds | " in out
+    assert "| the seeds' mean per pair (95% interval) p | | " in out
+    # no seed in common, or other references: a clear error
+    assert seeds_table.main([str(theirs), "--against", str(tmp_path / "none")]) == 1
+    assert "has none of the seeds [1, 2] finished" in capsys.readouterr().err
+    (theirs / "seed1" / "data" / "test.tgt").write_text("".join(r + "\n" for r in refs[::-1]))
+    assert seeds_table.main([str(ours), "--against", str(theirs)]) == 1
+    assert "seed1/data/test.tgt differs from this folder's references" in capsys.readouterr().err
+
+
 def test_seeds_script_checks_its_seeds_before_any_work(tmp_path):
     script = os.path.join(REPO, "examples", "aclsum", "seeds.sh")
     result = subprocess.run(
