@@ -74,7 +74,8 @@ validate() {  # WHEN CHECKPOINT: held-out AE and PAR loss (bits per predicted to
   run_step "validate-$1" fairseq-validate "$PM/bin" --user-dir "$USER_DIR" --task pmlm --objectives ae,par \
     --path "$2" --tokens-per-sample "$PMLM_TOKENS" --batch-size 16 --required-batch-size-multiple 1 --seed 1 \
     --num-workers 0 ${DEVICE[@]+"${DEVICE[@]}"}
-  grep "valid on" "$QUIET_LOGS/validate-$1.log" | tee "$PM/valid-$1.txt" | sed -E "s/$LOG_PREFIX/   /"
+  grep "valid on" "$QUIET_LOGS/validate-$1.log" > "$PM/valid-$1.txt"
+  step_summary "validate-$1" "valid on"
 }
 if [ "$START" = released ]; then
   echo "== held-out AE / PAR loss of the released MiniLM (its MLM head is untrained)"

@@ -185,7 +185,7 @@ def main(argv=None) -> int:
         if other is None:
             return 1
     rows, pair_scores = [], []
-    for (seed, folder), (per_pair, nll) in zip(seeds, loaded):
+    for (seed, _), (per_pair, nll) in zip(seeds, loaded):
         pair_scores.append(per_pair)
         scores = {key: 100 * float(np.mean(per_pair[key])) for key, _ in COLUMNS}
         intervals = {key: [100 * x for x in mean_interval(per_pair[key], indices)] for key, _ in COLUMNS}
