@@ -253,6 +253,27 @@ def test_constraints_go_with_sources_alone():
         pairs_dataset("causal", constraints=pack_constraints(CONSTRAINTS))
 
 
+def test_constrained_search_without_constraints_says_where_they_go(hubs, folders, tmp_path):
+    """``fairseq-generate --constraints`` reads binarized pairs, which carry no constraints; fairseq's search
+    failed on them with a TypeError. The generation tasks name where constraints go instead."""
+    message = "this batch carries no constraints"
+    write_pairs(tmp_path, "train", SOURCES, TARGETS, D)
+    palm = palm_hub(palm_model(D, no_encoder_mlm_head=True), palm_task(D, tmp_path))
+    for hub in (hubs["pseudo_masked"], palm):
+        dataset = hub.task.build_dataset_for_inference(SOURCES, [len(s) for s in SOURCES])
+        batch = dataset.collater([dataset[i] for i in range(len(dataset))])
+        generator = hub.task.build_generator([hub.model], argparse.Namespace(beam=4, constraints="ordered"))
+        with pytest.raises(ValueError, match=message):
+            hub.task.inference_step(generator, [hub.model], batch, constraints=batch.get("constraints"))
+    folder = folders["pseudo_masked"]
+    proc = run_cli(["fairseq-generate", str(folder), "--user-dir", "unilm_fairseq", "--task", "unilm_seq2seq",
+                    "--path", str(folder / CHECKPOINT), "--gen-subset", "train", "--constraints",
+                    "--batch-size", "2", "--cpu"], check=False)  # fmt: skip
+    assert proc.returncode != 0
+    assert message in proc.stderr and "fairseq-interactive" in proc.stderr
+    assert "TypeError" not in proc.stderr
+
+
 @pytest.mark.parametrize("system", ["pseudo_masked", "palm"])
 def test_constraints_that_cannot_fit_the_length_limit_say_so(hubs, tmp_path, system):
     """A 3-token constraint within 2 output tokens: fairseq's constrained search fails its assertion; the

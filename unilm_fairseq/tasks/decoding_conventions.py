@@ -91,18 +91,26 @@ def search_sample(generator, sample: dict) -> dict:
 
 
 @contextlib.contextmanager
-def constrained_search_limit(generator):
-    """Turn the assertion of fairseq's constrained search at the length limit into an error that says why.
+def constrained_search_limit(generator, constraints):
+    """Turn the failures of fairseq's constrained search into errors that say why.
 
-    That search (``--constraints``) bans ``</s>`` until a hypothesis holds all of its sentence's
-    constraints, and a sentence ends only when ``--beam`` hypotheses have ended; at the length limit every
-    other token is banned as well, so a sentence with fewer such hypotheses fails fairseq's ``step <
-    max_len`` assertion.
+    That search (``--constraints``) reads each sentence's constraints from the batch. A binarized split
+    has none (``fairseq-generate``), and fairseq's search would fail on ``None`` with a ``TypeError``.
+    It also bans ``</s>`` until a hypothesis holds all of its sentence's constraints, and a sentence ends
+    only when ``--beam`` hypotheses have ended; at the length limit every other token is banned as well,
+    so a sentence with fewer such hypotheses fails fairseq's ``step < max_len`` assertion.
     """
+    constrained = isinstance(getattr(generator, "search", None), LexicallyConstrainedBeamSearch)
+    if constrained and constraints is None:
+        raise ValueError(
+            "--constraints: this batch carries no constraints. A binarized split (fairseq-generate) has "
+            "none; give them with each source to fairseq-interactive (the source, then each constraint, "
+            "tab-separated) or to the Python API's generate(..., constraints=...)"
+        )
     try:
         yield
     except AssertionError as error:
-        if not isinstance(getattr(generator, "search", None), LexicallyConstrainedBeamSearch):
+        if not constrained:
             raise
         raise ValueError(
             f"constrained decoding reached the length limit before --beam {generator.beam_size} hypotheses "
@@ -155,7 +163,7 @@ class DecodingConventionsTask:
                 src_len = sample["net_input"]["src_tokens"].size(1)
                 wanted = int(generator.max_len_a * src_len + generator.max_len_b)
                 check_min_len_fits(generator.min_len, min(wanted, generator.max_len - 1), src_len)
-        with constrained_search_limit(generator):
+        with constrained_search_limit(generator, constraints):
             return super().inference_step(
                 generator, models, search_sample(generator, sample), prefix_tokens=prefix_tokens,
                 constraints=constraints,

@@ -318,7 +318,7 @@ class UniLMSeq2SeqTask(RougeValidationTask, DecodingConventionsTask, SharedDicti
         step_mode = getattr(self.cfg, "decoding_step", "eager")  # configs saved before the field lack it
         for model in models:
             model.decoder.step_mode = step_mode
-        with constrained_search_limit(generator):
+        with constrained_search_limit(generator, constraints):
             return generator.generate(
                 models, search_sample(generator, sample), prefix_tokens=prefix_tokens, constraints=constraints
             )
