@@ -84,6 +84,20 @@ def test_the_folder_writer_copies_what_loading_needs_and_refuses_what_is_missing
     assert missing.returncode == 1 and "checkpoint_last.pt: no such file" in missing.stderr
 
 
+def test_the_unilm_model_class_leaves_the_checkpoint_to_the_folder(monkeypatch):
+    """``UniLMv2Model.from_pretrained(FOLDER)`` loads the checkpoint the folder's generation.json names, as
+    ``UniLMModel.from_pretrained(FOLDER)`` does: it used to ask for ``checkpoint_best.pt`` whatever the folder
+    had decoded."""
+    from unilm_fairseq.models.unilmv2 import UniLMv2Model
+
+    calls = []
+    monkeypatch.setattr(
+        UniLMHubInterface, "from_pretrained", classmethod(lambda cls, *args, **kw: calls.append(args))
+    )
+    UniLMv2Model.from_pretrained("folder")
+    assert calls == [("folder", None, ".")]
+
+
 def test_the_palm_model_class_leaves_the_checkpoint_to_the_folder(monkeypatch):
     """``PALMModel.from_pretrained(FOLDER)`` loads the checkpoint the folder's generation.json names (the one
     that was decoded), as the hub interface does, rather than always ``checkpoint_best.pt``."""

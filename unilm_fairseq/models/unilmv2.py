@@ -152,11 +152,12 @@ class UniLMv2Model(BaseFairseqModel):
 
     @classmethod
     def from_pretrained(
-        cls, model_dir, checkpoint_file="checkpoint_best.pt", data_name_or_path=".", **kwargs
+        cls, model_dir, checkpoint_file=None, data_name_or_path=".", **kwargs
     ) -> UniLMHubInterface:
         """Load a checkpoint for generation from text: a :class:`~unilm_fairseq.hub.UniLMHubInterface`
         (fairseq's ``from_pretrained`` likewise returns a ``GeneratorHubInterface``); the arguments are
-        :meth:`UniLMHubInterface.from_pretrained`'s."""
+        :meth:`UniLMHubInterface.from_pretrained`'s. ``checkpoint_file`` defaults to the one a model
+        folder's ``generation.json`` names, else ``checkpoint_best.pt``."""
         return UniLMHubInterface.from_pretrained(model_dir, checkpoint_file, data_name_or_path, **kwargs)
 
     def max_positions(self):
