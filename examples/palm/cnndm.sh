@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # CNN/DailyMail abstractive summarization: fine-tune a pre-trained PALM, decode, score.
 #
-#   PRETRAINED=palm-base/checkpoint_best.pt bash examples/palm/cnndm.sh RAW_DIR WORK_DIR [fairseq-train flags]
+#   PRETRAINED=palm-base/stage2/checkpoint_best.pt bash examples/palm/cnndm.sh RAW_DIR WORK_DIR [fairseq-train flags]
 #
 # RAW_DIR: the public "stories" release with its url lists, or {train,val,test}.source/.target line files
 # (see examples/s2s_ft/README.md, "Preparing the data"). Shared variables are documented in pipeline.sh.

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Gigaword headline generation: fine-tune a pre-trained PALM, decode, score.
 #
-#   PRETRAINED=palm-base/checkpoint_best.pt bash examples/palm/gigaword.sh RAW_DIR WORK_DIR [train flags]
+#   PRETRAINED=palm-base/stage2/checkpoint_best.pt bash examples/palm/gigaword.sh RAW_DIR WORK_DIR [train flags]
 #
 # RAW_DIR: the harvardnlp/sent-summary release ({train,valid,test}.src.txt/.tgt.txt or *.article.txt/
 # *.title.txt); its "UNK" becomes the vocabulary's unknown token (UNK_TOKEN). Shared variables are

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # MS MARCO generative QA (passage + question -> answer): fine-tune a pre-trained PALM, decode, score.
 #
-#   PRETRAINED=palm-base/checkpoint_best.pt bash examples/palm/marco.sh RAW_DIR WORK_DIR [train flags]
+#   PRETRAINED=palm-base/stage2/checkpoint_best.pt bash examples/palm/marco.sh RAW_DIR WORK_DIR [train flags]
 #
 # RAW_DIR holds the official release files train_v2.1.json(.gz) and dev_v2.1.json(.gz) (or set TRAIN_JSON
 # and DEV_JSON). The public eval file has no answers, so the dev set is split: its first VALID_SIZE
