@@ -158,11 +158,13 @@ def test_palm_recipe_starts_from_an_importer_checkpoint_and_leaves_a_model_folde
     assert (settings["bpe"], settings["lenpen_style"], settings["checkpoint"]) == (
         "wordpiece", "gnmt", "checkpoint_best.pt",
     )  # fmt: skip
-    from unilm_fairseq import PALMHubInterface
+    from unilm_fairseq import PALMHubInterface, UniLMModel
     from unilm_fairseq.models.palm import PALMModel
 
     palm = PALMModel.from_pretrained(str(folder))
     assert type(palm) is PALMHubInterface
+    # the UniLM entry point gives a PALM folder PALM's interface too (its score runs PALM's forward)
+    assert type(UniLMModel.from_pretrained(str(folder))) is PALMHubInterface
     assert palm._decoding_settings(**dict.fromkeys(decoding)) == decoding
     assert palm.generation_defaults["lenpen_style"] == "gnmt"
     # the test set's hypotheses again, from its sources as text, in fairseq-generate's batch (GEN_BATCH)

@@ -172,6 +172,25 @@ def test_generate_nbest(hubs):
         hub.generate(texts, beam=4, nbest=0)
 
 
+def test_generate_and_features_input_forms(hubs, palm):
+    """Inputs are read once, so a generator or an open file gives what the list gives; a list may mix texts
+    and ids; ids without their ``</s>`` are refused, as ``score`` refuses them (the datasets took the last id
+    for the ``</s>`` and dropped a real token)."""
+    for hub in (hubs["causal"], palm):
+        texts = [hub.string(s) for s in SOURCES]
+        best = hub.generate(texts, beam=4, max_len_b=MAX_LEN_B)
+        assert hub.generate((t for t in texts), beam=4, max_len_b=MAX_LEN_B) == best
+        by_ids = hub.generate(list(SOURCES), beam=4, max_len_b=MAX_LEN_B)
+        mixed = hub.generate([texts[0], *SOURCES[1:]], beam=4, max_len_b=MAX_LEN_B)
+        assert [h[0]["tokens"].tolist() for h in mixed] == [h[0]["tokens"].tolist() for h in by_ids]
+        with pytest.raises(ValueError, match=r"inputs\[1\] does not end with </s>"):
+            hub.generate([SOURCES[0], SOURCES[1][:-1]], beam=4, max_len_b=MAX_LEN_B)
+        features = hub.extract_features(list(SOURCES))
+        torch.testing.assert_close(hub.extract_features(iter(texts)), features, atol=1e-6, rtol=0)
+        with pytest.raises(ValueError, match=r"tokens\[0\] does not end with </s>"):
+            hub.extract_features(SOURCES[0][:-1])
+
+
 def test_generate_with_fixed_shape_steps(hubs, monkeypatch):
     """``generate(decoding_step=...)``: the task's --decoding-step for one call."""
     from unilm_fairseq.models.static_decoding import StaticDecodingStep

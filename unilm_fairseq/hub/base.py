@@ -75,6 +75,9 @@ Tokens = Union[Tensor, Sequence[Tensor]]
 Inputs = Union[str, Tensor, Sequence[Union[str, Tensor]]]
 
 
+PALM_TASK = "palm_seq2seq"  # the task a fine-tuned PALM checkpoint was trained with (tasks/palm_seq2seq.py)
+
+
 def is_one_input(inputs: Inputs) -> bool:
     """Whether ``inputs`` is one text or one ``(T,)`` id tensor, rather than a list of them."""
     return isinstance(inputs, str) or (torch.is_tensor(inputs) and inputs.dim() == 1)
@@ -97,7 +100,8 @@ class UniLMHubInterface(GeneratorHubInterface):
         data_name_or_path: str = ".",
         **kwargs,
     ) -> "UniLMHubInterface":
-        """Load ``model_dir/checkpoint_file`` (``os.pathsep``-separated files make an ensemble).
+        """Load ``model_dir/checkpoint_file`` (``os.pathsep``-separated files make an ensemble). Called on
+        this class, a ``palm_seq2seq`` checkpoint comes back as :class:`PALMHubInterface`.
 
         A model folder that ``examples/s2s_ft/finetune.sh`` wrote (its ``checkpoints/``) loads with one
         argument: it holds the dictionaries, ``vocab.txt`` and ``generation.json`` (:data:`GENERATION_FILE`:
@@ -138,6 +142,10 @@ class UniLMHubInterface(GeneratorHubInterface):
         kwargs.setdefault("user_dir", PACKAGE_DIR)
         kwargs.update(_local_bpe_files(model_dir, kwargs))
         loaded = hub_utils.from_pretrained(model_dir, checkpoint_file, data_name_or_path, **kwargs)
+        if cls is UniLMHubInterface and getattr(loaded["args"].task, "_name", None) == PALM_TASK:
+            from .palm import PALMHubInterface  # a PALM folder: its interface scores through PALM's forward
+
+            cls = PALMHubInterface
         return cls(loaded["args"], loaded["task"], loaded["models"], generation_defaults=defaults)
 
     def encode(self, sentence: str) -> torch.LongTensor:
@@ -218,10 +226,9 @@ class UniLMHubInterface(GeneratorHubInterface):
                 "per input"
             )
         single = is_one_input(inputs)
-        if single:
-            inputs = [inputs]
+        inputs = [inputs] if single else list(inputs)  # read once: a generator or an open file too
         texts = all(isinstance(x, str) for x in inputs)
-        tokens = [self.encode(x) for x in inputs] if texts else list(inputs)
+        tokens, _ = self._as_ids(inputs, "inputs")
         options.update(
             **settings, nbest=nbest, sampling=sampling, sampling_topk=sampling_topk,
             sampling_topp=sampling_topp, temperature=temperature,
@@ -401,7 +408,8 @@ class UniLMHubInterface(GeneratorHubInterface):
         return results[0] if single else results
 
     def _as_ids(self, inputs: Inputs, name: str) -> Tuple[List[Tensor], bool]:
-        """Texts or ids (ending with ``</s>``) -> ids on the CPU, and whether one input was given."""
+        """Texts or ids (ending with ``</s>``) -> ids on the CPU, and whether one input was given. Ids
+        without the ``</s>`` are refused: the datasets drop a source's last id as its ``</s>``."""
         single = is_one_input(inputs)
         ids = []
         for i, item in enumerate([inputs] if single else inputs):
@@ -467,9 +475,7 @@ class UniLMHubInterface(GeneratorHubInterface):
             A causal model's source segment is "[SOS] tokens" without the [EOS], which its decoder
             feeds as the start token (s2s-ft §2.1, Figure 1a): that row is zero too.
         """
-        if is_one_input(tokens):
-            tokens = [tokens]
-        tokens = [self.encode(t) if isinstance(t, str) else t.cpu() for t in tokens]
+        tokens, _ = self._as_ids(tokens if is_one_input(tokens) else list(tokens), "tokens")
         dataset = self.task.build_dataset_for_inference(tokens, [t.numel() for t in tokens])
         pad = self.src_dict.pad()
         src = data_utils.collate_tokens([dataset[i]["source"] for i in range(len(dataset))], pad)

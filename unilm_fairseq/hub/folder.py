@@ -7,8 +7,6 @@ from typing import Optional, Union
 from .base import UniLMHubInterface
 from .palm import PALMHubInterface
 
-PALM_TASK = "palm_seq2seq"  # the task a fine-tuned PALM checkpoint was trained with (tasks/palm_seq2seq.py)
-
 
 def load_model_folder(
     model_dir: str, checkpoint_file: Optional[str] = None, cpu: bool = False
@@ -18,9 +16,7 @@ def load_model_folder(
     when it is available (unless ``cpu``), in eval mode."""
     import torch
 
-    hub = UniLMHubInterface.from_pretrained(model_dir, checkpoint_file=checkpoint_file)
-    if getattr(hub.cfg.task, "_name", None) == PALM_TASK:
-        hub = PALMHubInterface(hub.cfg, hub.task, hub.models, generation_defaults=hub.generation_defaults)
+    hub = UniLMHubInterface.from_pretrained(model_dir, checkpoint_file=checkpoint_file)  # PALM's by its task
     if torch.cuda.is_available() and not cpu:
         hub = hub.cuda()
     return hub.eval()

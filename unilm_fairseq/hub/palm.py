@@ -73,9 +73,7 @@ class PALMHubInterface(UniLMHubInterface):
         Returns:
             ``(B, S, C)``, right-padded to the longest input with zeros on padding.
         """
-        if is_one_input(tokens):
-            tokens = [tokens]
-        tokens = [self.encode(t) if isinstance(t, str) else t for t in tokens]
+        tokens, _ = self._as_ids(tokens if is_one_input(tokens) else list(tokens), "tokens")
         pad = self.src_dict.pad()
         src = data_utils.collate_tokens(tokens, pad).to(self.device)  # B x S
         lengths = src.ne(pad).sum(1)
