@@ -312,6 +312,13 @@ def test_parse_generate_output():
         parse(["H-0\t-0.1\ta b"])
     with pytest.raises(ValueError, match="no H-<id> or D-<id>"):
         parse(["T-0\ta b"])
+    # ids with a gap: a log cut short or samples fairseq skipped, not a whole split
+    with pytest.raises(ValueError, match=r"1 sample ids below 2 have no output \(first id 1\)"):
+        parse([line for line in GENERATE_OUTPUT if not line[2:].startswith("1\t")])
+    closing = "2026-11-29 10:00:00 | INFO | fairseq_cli.generate | Translated 3 sentences (30 tokens) in 1.0s"
+    assert parse([*GENERATE_OUTPUT, closing]) == parse(GENERATE_OUTPUT)
+    with pytest.raises(ValueError, match="3 hypotheses, but fairseq-generate says it translated 4"):
+        parse([*GENERATE_OUTPUT, closing.replace("Translated 3", "Translated 4")])
 
 
 def test_score_script_on_files(tmp_path, wordnet):

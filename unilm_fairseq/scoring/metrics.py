@@ -185,18 +185,26 @@ def meteor(hyps: Sequence[str], refs: Sequence[str], wordnet=None) -> float:
 
 
 GENERATE_LINE = re.compile(r"^([HDT])-(\d+)\t(.*)$")
+TRANSLATED_LINE = re.compile(r"\| Translated ([\d,]+) sentences")  # fairseq-generate's closing log line
 
 
 def parse_generate_output(lines: List[str]) -> Tuple[List[str], List[str]]:
     """(hypotheses, targets) in id order from ``fairseq-generate`` output lines.
 
     ``H-<id>\\t<score>\\t<text>`` and ``D-<id>\\t<score>\\t<text>`` hold hypotheses (n-best: the first
-    per id is the best), ``T-<id>\\t<text>`` the target.
+    per id is the best), ``T-<id>\\t<text>`` the target. The ids must be those of a whole split, 0 to N-1,
+    and agree with the closing "Translated N sentences" line where the output has one: a log cut short,
+    or a split whose samples fairseq skipped (``--skip-invalid-size-inputs-valid-test``), would otherwise
+    be scored as a different test set without a word.
     """
+    translated = None
     found: Dict[str, Dict[int, str]] = {"H": {}, "D": {}, "T": {}}
     for line in lines:
         match = GENERATE_LINE.match(line)
         if match is None:
+            closing = TRANSLATED_LINE.search(line)
+            if closing:
+                translated = int(closing.group(1).replace(",", ""))
             continue
         kind, sample_id, rest = match.group(1), int(match.group(2)), match.group(3)
         text = rest if kind == "T" else rest.partition("\t")[2]  # drop the score
@@ -214,4 +222,15 @@ def parse_generate_output(lines: List[str]) -> Tuple[List[str], List[str]]:
             "was generation cut short?"
         )
     ids = sorted(hyps)
+    if translated is not None and translated != len(ids):
+        raise ValueError(
+            f"{len(ids)} hypotheses, but fairseq-generate says it translated {translated} sentences"
+        )
+    absent = sorted(set(range(ids[-1] + 1)) - set(ids))
+    if absent:
+        raise ValueError(
+            f"{len(absent)} sample ids below {ids[-1]} have no output (first id {absent[0]}): generation "
+            "was cut short or skipped samples (--skip-invalid-size-inputs-valid-test), and scoring the rest "
+            "would score another test set"
+        )
     return [hyps[i] for i in ids], [found["T"][i] for i in ids]
