@@ -20,7 +20,7 @@ import sys
 import time
 from typing import List
 
-from unilm_fairseq.encoders.text_lines import decoded_lines, read_lines
+from unilm_fairseq.encoders.text_lines import decoded_lines, missing_output_folder, read_lines
 from unilm_fairseq.hub import load_model_folder, log_for_decoding_scripts
 
 logger = logging.getLogger("generate_text")
@@ -58,6 +58,9 @@ def parse_args(argv=None) -> argparse.Namespace:
     args = parser.parse_args(argv)
     if bool(args.texts) == bool(args.input):
         parser.error("give source texts or --input FILE (one of them)")
+    missing = missing_output_folder([("--output", args.output)])
+    if missing:
+        parser.error(missing)  # before the decoding, not after it
     for name in ("batch_size", "chunk_lines", "beam"):
         value = getattr(args, name)
         if value is not None and value < 1:

@@ -28,12 +28,11 @@ the same size could move the scores, not how much another training run would
 
 import argparse
 import json
-import os
 import re
 import sys
 from typing import Dict, List, Tuple
 
-from unilm_fairseq.encoders.text_lines import read_lines
+from unilm_fairseq.encoders.text_lines import missing_output_folder, read_lines
 from unilm_fairseq.scoring.bootstrap import (
     DEFAULT_CONFIDENCE,
     add_bootstrap_options,
@@ -134,9 +133,9 @@ def parse_args(argv=None) -> argparse.Namespace:
         parser.error(f"system name {repeated[0]!r} given twice (--lead is named 'lead')")
     if args.examples < 0:
         parser.error(f"--examples {args.examples}: must be 0 or more")
-    for flag, path in (("--json", args.json), ("--hypotheses-out", args.hypotheses_out)):
-        if path and not os.path.isdir(os.path.dirname(os.path.abspath(path))):
-            parser.error(f"{flag} {path}: its folder does not exist")  # found before scoring, not after
+    missing = missing_output_folder((("--json", args.json), ("--hypotheses-out", args.hypotheses_out)))
+    if missing:
+        parser.error(missing)  # found before scoring, not after
     if args.hypotheses_out and not args.generated:
         parser.error("--hypotheses-out needs a --generated system")
     check_bootstrap_options(parser, args)

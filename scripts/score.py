@@ -19,11 +19,10 @@ dictionary); a ``--ref`` file is taken as written unless ``--detok-ref`` is give
 
 import argparse
 import json
-import os
 import sys
 from typing import Dict, List, Tuple
 
-from unilm_fairseq.encoders.text_lines import read_lines
+from unilm_fairseq.encoders.text_lines import missing_output_folder, read_lines
 from unilm_fairseq.scoring.bootstrap import (
     add_bootstrap_options,
     check_bootstrap_options,
@@ -112,8 +111,9 @@ def parse_args(argv=None) -> argparse.Namespace:
         parser.error("give --generate-output or --hyp/--ref, not both")
     if args.generate_output is None and not all(has_files):
         parser.error("give both --hyp and --ref (or --generate-output)")
-    if args.json and not os.path.isdir(os.path.dirname(os.path.abspath(args.json))):
-        parser.error(f"--json {args.json}: its folder does not exist")  # found before scoring, not after
+    missing = missing_output_folder([("--json", args.json)])
+    if missing:
+        parser.error(missing)  # found before scoring, not after
     return args
 
 

@@ -36,7 +36,7 @@ import sys
 import time
 from typing import Dict, List, Optional, Sequence
 
-from unilm_fairseq.encoders.text_lines import read_lines
+from unilm_fairseq.encoders.text_lines import missing_output_folder, read_lines
 from unilm_fairseq.hub import load_model_folder, log_for_decoding_scripts
 from unilm_fairseq.hub.base import GENERATION_FILE, read_generation_defaults
 from unilm_fairseq.modules.length_penalty import gnmt_length_penalty
@@ -107,7 +107,10 @@ def parse_args(argv=None) -> argparse.Namespace:
     parser.add_argument(
         "--shell-out", help="also write the best as NAME=value lines (BEAM=5 ...) to this file"
     )
-    parser.add_argument("--checkpoint-file", help="the checkpoint in the folder [generation.json's]")
+    parser.add_argument(
+        "--checkpoint-file",
+        help="the checkpoint in the folder [generation.json's]; with --write, generation.json then names it",
+    )
     parser.add_argument("--batch-size", type=int, default=32, help="sources per batch [%(default)s]")
     parser.add_argument("--cpu", action="store_true", help="decode on the CPU even if CUDA is available")
     args = parser.parse_args(argv)
@@ -121,6 +124,9 @@ def parse_args(argv=None) -> argparse.Namespace:
         parser.error(f"--max-p {args.max_p}: must be between 0 and 1")
     if args.max_p < 1.0 and not args.bootstrap:
         parser.error("--max-p needs --bootstrap N (N > 0)")
+    missing = missing_output_folder([("--shell-out", args.shell_out)])
+    if missing:
+        parser.error(missing)  # before the search, and before --write changes the folder
     for name in ("beam", "min_len", "max_len_b", "no_repeat_ngram_size"):
         low = 1 if name in ("beam", "max_len_b") else 0
         bad = [value for value in getattr(args, name) or [] if value < low]
@@ -275,10 +281,14 @@ def table(rows: List[Dict], varied: List[str], best: Dict, current: Dict) -> str
     return "\n".join(lines)
 
 
-def write_choice(model_dir: str, best: Dict, record: Dict) -> None:
+def write_choice(model_dir: str, best: Dict, record: Dict, checkpoint: Optional[str] = None) -> None:
+    """Keep ``best``'s settings in the folder's generation.json, and the checkpoint they were chosen on
+    when it is not the one generation.json names, so that the folder decodes that checkpoint with them."""
     path = os.path.join(model_dir, GENERATION_FILE)
     defaults = read_generation_defaults(model_dir)
     defaults.update({name: value for name, value in best["setting"].items() if value is not None})
+    if checkpoint:
+        defaults["checkpoint"] = checkpoint
     with open(path, "w", encoding="utf-8") as f:
         json.dump(defaults, f, indent=2)
         f.write("\n")
@@ -336,6 +346,7 @@ def main(argv=None) -> int:
         )
         best = mine
     record = {
+        "checkpoint": args.checkpoint_file or read_generation_defaults(args.model_dir).get("checkpoint"),
         "source": args.source,
         "reference": args.reference,
         "pairs": len(pairs),
@@ -347,7 +358,7 @@ def main(argv=None) -> int:
         "rows": [{k: v for k, v in row.items() if k != "pairs"} for row in rows],
     }
     if args.write:
-        write_choice(args.model_dir, best, record)
+        write_choice(args.model_dir, best, record, args.checkpoint_file)
         print(
             f"kept in {os.path.join(args.model_dir, GENERATION_FILE)}; the search in {SEARCH_FILE} beside it"
         )

@@ -306,6 +306,14 @@ def test_generate_text_script_on_a_model_folder(trained, unilm, tmp_path):
     bad = run_cli(["python", script, str(tmp_path / "nowhere"), "a text"], check=False)
     assert bad.returncode == 1 and "error: model directory not found" in bad.stderr
     assert "Traceback" not in bad.stderr
+    # an output the script could not write is refused before the model loads, not after the decoding
+    out = str(tmp_path / "no" / "out.txt")
+    unwritable = run_cli(["python", script, str(folder), "a text", "--output", out], check=False)
+    assert (
+        unwritable.returncode == 2
+        and "--output" in unwritable.stderr
+        and "folder does not exist" in unwritable.stderr
+    )
 
 
 def test_tune_decoding_keeps_the_best_setting_on_the_validation_pairs(trained, unilm, tmp_path):
@@ -349,6 +357,22 @@ def test_tune_decoding_keeps_the_best_setting_on_the_validation_pairs(trained, u
     bad = run_cli(["python", script, str(folder), "--source", str(tmp_path / "valid.src"), "--reference",
                    str(tmp_path / "short.tgt")], check=False)  # fmt: skip
     assert bad.returncode == 1 and "has 6 lines but" in bad.stderr and "Traceback" not in bad.stderr
+    nowhere = run_cli(["python", script, str(folder), "--source", str(tmp_path / "valid.src"), "--reference",
+                       str(tmp_path / "valid.tgt"), "--shell-out", str(tmp_path / "no" / "best.env")],
+                      check=False)  # fmt: skip
+    assert (
+        nowhere.returncode == 2
+        and "--shell-out" in nowhere.stderr
+        and "folder does not exist" in nowhere.stderr
+    )
+
+    # settings chosen on another checkpoint of the folder go into generation.json with that checkpoint
+    shutil.copy(folder / "checkpoint_last.pt", folder / "checkpoint_other.pt")
+    run_cli(["python", script, str(folder), "--source", str(tmp_path / "valid.src"), "--reference",
+             str(tmp_path / "valid.tgt"), "--lenpen", "1.0", "--limit", "2", "--write", "--checkpoint-file",
+             "checkpoint_other.pt", "--cpu"])  # fmt: skip
+    assert json.loads((folder / "generation.json").read_text())["checkpoint"] == "checkpoint_other.pt"
+    assert json.loads((folder / "decoding_search.json").read_text())["checkpoint"] == "checkpoint_other.pt"
 
 
 @pytest.mark.parametrize("style", ["fairseq", "gnmt"])

@@ -1,11 +1,18 @@
-"""A byte-order mark at the start of a file is not text: the readers of pairs, rows and scores drop it."""
+"""A byte-order mark at the start of a file is not text: the readers of pairs, rows and scores drop it. The
+scripts check their output files' folders before their work."""
 
 import json
 import os
 
 import pytest
 
-from unilm_fairseq.encoders.text_lines import UTF8_BOM, decode_line, decoded_lines, read_lines
+from unilm_fairseq.encoders.text_lines import (
+    UTF8_BOM,
+    decode_line,
+    decoded_lines,
+    missing_output_folder,
+    read_lines,
+)
 from unilm_fairseq.prepare import hf_rows as rows
 from unilm_fairseq.prepare.seq2seq_release_formats import read_line_pairs
 
@@ -80,3 +87,20 @@ def test_prepare_and_check_pairs_cli(tmp_path):
                    check=False)  # fmt: skip
     assert proc.returncode == 1
     assert f"{out / 'train.src'}:1: blank line" in proc.stdout + proc.stderr
+
+
+def test_missing_output_folder(tmp_path):
+    assert (
+        missing_output_folder([("--json", None), ("--output", "-"), ("--out", str(tmp_path / "a.txt"))])
+        is None
+    )
+    assert missing_output_folder([("--json", str(tmp_path / "no" / "a.json"))]) == (
+        f"--json {tmp_path / 'no' / 'a.json'}: its folder does not exist"
+    )
+    assert missing_output_folder([("--out", str(tmp_path))]) == f"--out {tmp_path}: a folder, not a file"
+    # a relative name is in the working directory, which exists
+    assert missing_output_folder([("--json", "scores.json")]) is None
+    # the script says so before any scoring (exit 2: argparse's error)
+    nowhere = str(tmp_path / "x" / "s.json")
+    proc = run_cli(["python", "scripts/score.py", "--hyp", "h", "--ref", "r", "--json", nowhere], check=False)
+    assert proc.returncode == 2 and "its folder does not exist" in proc.stderr

@@ -6,7 +6,8 @@ one) is dropped: it is not text, and left in place it would become part of the f
 the first JSON line unreadable.
 """
 
-from typing import Iterable, Iterator, List
+import os
+from typing import Iterable, Iterator, List, Optional, Tuple
 
 UTF8_BOM = b"\xef\xbb\xbf"
 
@@ -38,3 +39,17 @@ def read_lines(path: str) -> List[str]:
     """The lines of a UTF-8 text file; see ``decode_line``."""
     with open(path, "rb") as f:
         return list(decoded_lines(f, path))
+
+
+def missing_output_folder(outputs: Iterable[Tuple[str, Optional[str]]]) -> Optional[str]:
+    """For ``(flag, path)`` pairs of a script's output files (``None``: not asked for), the message for the
+    first whose folder does not exist or that names a folder, so that a script says so before its work
+    rather than after it."""
+    for flag, path in outputs:
+        if not path or path == "-":
+            continue
+        if os.path.isdir(path):
+            return f"{flag} {path}: a folder, not a file"
+        if not os.path.isdir(os.path.dirname(os.path.abspath(path))):
+            return f"{flag} {path}: its folder does not exist"
+    return None
