@@ -13,12 +13,25 @@ def test_a_folder_without_the_file_has_no_defaults(tmp_path):
     assert read_generation_defaults(str(tmp_path)) == {}
 
 
+def test_every_kind_of_setting_reads_back(tmp_path):
+    settings = {"checkpoint": "checkpoint_best.pt", "bpe": "wordpiece", "beam": 5, "lenpen": 1,
+                "max_len_a": 0.5, "min_len": 20, "max_len_b": 48, "no_repeat_ngram_size": 3,
+                "no_repeat_ngram_exempt": [".", ","], "lenpen_style": "gnmt"}  # fmt: skip
+    (tmp_path / "generation.json").write_text(json.dumps(settings))
+    assert read_generation_defaults(str(tmp_path)) == settings
+
+
 @pytest.mark.parametrize(
     "text, message",
     [
         ("{beam: 5", "not a JSON object"),
         ("[5]", "not a JSON object"),
         ('{"beems": 5}', "unknown setting 'beems'"),
+        ('{"beam": "5"}', 'beam is "5", not integer'),
+        ('{"beam": 4.5}', "beam is 4.5, not integer"),
+        ('{"lenpen": true}', "lenpen is true, not number"),
+        ('{"no_repeat_ngram_exempt": "."}', 'no_repeat_ngram_exempt is ".", not list of text'),
+        ('{"checkpoint": null}', "checkpoint is null, not text"),
     ],
 )
 def test_a_broken_file_is_an_error_naming_it(tmp_path, text, message):

@@ -55,20 +55,29 @@ BPE_FILES = {
 REMOTE = ("http://", "https://")
 # a model folder's decoding settings (examples/s2s_ft/finetune.sh writes it beside the checkpoints)
 GENERATION_FILE = "generation.json"
-GENERATION_KEYS = frozenset(
-    {
-        "checkpoint",
-        "bpe",
-        "beam",
-        "lenpen",
-        "lenpen_style",
-        "min_len",
-        "max_len_a",
-        "max_len_b",
-        "no_repeat_ngram_size",
-        "no_repeat_ngram_exempt",
-    }
-)
+# each setting and the JSON values it takes: "text", "integer", "number" or "list of text"
+GENERATION_KEYS = {
+    "checkpoint": "text",
+    "bpe": "text",
+    "beam": "integer",
+    "lenpen": "number",
+    "lenpen_style": "text",
+    "min_len": "integer",
+    "max_len_a": "number",
+    "max_len_b": "integer",
+    "no_repeat_ngram_size": "integer",
+    "no_repeat_ngram_exempt": "list of text",
+}
+
+
+def _is_json_kind(value, kind: str) -> bool:
+    """Whether a JSON value is of ``kind`` (GENERATION_KEYS'); true and false are not numbers here."""
+    if isinstance(value, bool):
+        return False
+    if kind == "list of text":
+        return isinstance(value, list) and all(isinstance(item, str) for item in value)
+    return isinstance(value, {"text": str, "integer": int, "number": (int, float)}[kind])
+
 
 Text = Union[str, Sequence[str]]
 Tokens = Union[Tensor, Sequence[Tensor]]
@@ -499,11 +508,14 @@ def read_generation_defaults(model_dir: str) -> Dict:
         raise ValueError(f"{path}: not a JSON object of decoding settings ({err})") from err
     if not isinstance(defaults, dict):
         raise ValueError(f"{path}: not a JSON object of decoding settings")
-    unknown = sorted(set(defaults) - GENERATION_KEYS)
+    unknown = sorted(set(defaults) - set(GENERATION_KEYS))
     if unknown:
         raise ValueError(
             f"{path}: unknown setting {unknown[0]!r} (known: {', '.join(sorted(GENERATION_KEYS))})"
         )
+    for key, value in defaults.items():
+        if not _is_json_kind(value, GENERATION_KEYS[key]):
+            raise ValueError(f"{path}: {key} is {json.dumps(value)}, not {GENERATION_KEYS[key]}")
     return defaults
 
 
