@@ -62,7 +62,10 @@ def parse_args(argv=None) -> argparse.Namespace:
         "no test papers), one per line, an empty line between papers, for --task pmlm",
     )
     parser.add_argument("--dataset-dir", help="ACLSum's dataset folder (default: the installed package's)")
-    return parser.parse_args(argv)
+    args = parser.parse_args(argv)
+    if args.max_source_tokens < 1:
+        parser.error(f"--max-source-tokens {args.max_source_tokens}: must be at least 1")
+    return args
 
 
 def main(argv=None) -> int:
@@ -86,9 +89,13 @@ def main(argv=None) -> int:
             print(f"error: {path} not found: is aclsum installed whole? pip install --force-reinstall aclsum",
                   file=sys.stderr)  # fmt: skip
             return 1
-        pairs, stats = aclsum.build_pairs(
-            aclsum.read_papers(path), count_tokens, args.max_source_tokens, joined=args.joined
-        )
+        try:
+            pairs, stats = aclsum.build_pairs(
+                aclsum.read_papers(path), count_tokens, args.max_source_tokens, joined=args.joined
+            )
+        except ValueError as err:  # a budget too small for any of an abstract
+            print(f"error: --max-source-tokens: {err}", file=sys.stderr)
+            return 1
         logger.info("%s: %s", split, stats.describe())
         columns = {
             "src": [p.source for p in pairs],

@@ -47,6 +47,15 @@ def test_an_abstract_over_the_budget_is_cut_and_reported():
     assert (intro_used, truncated) == (0, True)
 
 
+def test_a_budget_that_keeps_no_word_of_an_abstract_is_an_error():
+    """Sources of the aspect prefix alone would have nothing to summarize, and the oracle baseline nothing to
+    pick: the budget is refused with the paper and the prefix named."""
+    with pytest.raises(ValueError, match="a budget of 2 source tokens keeps no word of paper 'P1'"):
+        aclsum.build_pairs([paper(["a b c ."])], words, max_tokens=2)
+    pairs, _ = aclsum.build_pairs([paper(["a b c ."])], words, max_tokens=3)  # "challenge : a"
+    assert pairs[0].source == "challenge : a" and pairs[0].sentences == ["a"]  # the oracle has one to pick
+
+
 def test_pairs_skip_empty_abstracts_and_missing_summaries_and_count_them():
     papers = [
         paper(["x y ."], ["i ."], paper_id="P1"),

@@ -182,6 +182,11 @@ def build_pairs(
             source, sentences, intro_used, truncated = build_source(
                 aspect, abstract, introduction, count_tokens, max_tokens
             )
+            if not sentences:  # a source of the prefix alone: nothing to summarize, and no oracle sentence
+                raise ValueError(
+                    f"a budget of {max_tokens} source tokens keeps no word of paper "
+                    f"{paper.get('id', stats.papers)!r}'s abstract after its {aspect!r} prefix: give more"
+                )
             stats.truncated_sources += int(truncated)
             stats.introduction_sentences.append(intro_used)
             pairs.append(Pair(paper.get("id", ""), aspect, source, target, sentences, abstract, parts))
