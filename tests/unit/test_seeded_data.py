@@ -94,7 +94,6 @@ def test_rng_is_the_seed_epoch_index_stream(seed):
             for stream in (0, 1):
                 expected = np.random.default_rng((seed, epoch, index, stream)).random(6)
                 assert np.array_equal(data.rng(index, stream).random(6), expected)
-    assert data.can_reuse_epoch_itr_across_epochs
     assert np.array_equal(data.ordered_indices(), old_order(seed, [3, 1, 3, 2, 1]))
 
 
@@ -102,6 +101,35 @@ def test_items_differ_across_epochs():
     data = Draws(7)
     data.set_epoch(1)
     assert not np.array_equal(data[2], Draws(7)[2])
+
+
+def batch_values(batch):
+    """Every tensor of a collated batch, as nested lists, in key order."""
+    if torch.is_tensor(batch):
+        return batch.tolist()
+    if isinstance(batch, dict):
+        return [batch_values(batch[key]) for key in sorted(batch)]
+    return batch
+
+
+@pytest.mark.parametrize("workers", [0, 1])
+def test_data_loader_workers_draw_each_epoch_anew(workers):
+    """Through fairseq's batch iterator, as fairseq-train asks for it each epoch, with data-loader workers
+    (fairseq's default --num-workers is 1): epoch 2's batches are the dataset's epoch-2 items. A reused
+    iterator kept its persistent workers' copies of the dataset from epoch 1 and repeated its masks."""
+    from fairseq.tasks import FairseqTask
+
+    data = pmlm_data()
+    task = FairseqTask(None)
+    seen = {}
+    for epoch in (1, 2):
+        iterator = task.get_batch_iterator(data, max_sentences=4, seed=1, num_workers=workers, epoch=epoch)
+        seen[epoch] = [batch_values(batch) for batch in iterator.next_epoch_itr(shuffle=False)]
+        batches = iterator.frozen_batches
+    for epoch in (1, 2):  # the same batches built in this process, at that epoch
+        data.set_epoch(epoch)
+        assert seen[epoch] == [batch_values(data.collater([data[i] for i in batch])) for batch in batches]
+    assert seen[1] != seen[2]
 
 
 def pmlm_data():

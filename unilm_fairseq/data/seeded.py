@@ -28,7 +28,11 @@ class SeededDataset(FairseqDataset):
 
     @property
     def can_reuse_epoch_itr_across_epochs(self):
-        return True  # only the draws change between epochs, not the sizes
+        """False: fairseq rebuilds the batch iterator each epoch. A reused one keeps its DataLoader, whose
+        persistent workers (``--num-workers`` >= 1, fairseq's default) hold copies of the dataset made in
+        the first epoch: ``set_epoch`` reaches only the main process's copy, so every epoch would repeat
+        the first one's masks. Rebuilding costs one pass of batching over the sizes."""
+        return False
 
     def rng(self, index: int, *stream: int) -> np.random.Generator:
         """The generator of item ``index`` in the current epoch (``stream`` ids extend the seed)."""
