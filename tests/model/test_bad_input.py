@@ -77,6 +77,25 @@ def test_missing_split_is_a_clear_error(messy_bin):
         task.load_dataset("valid")
 
 
+def test_a_corpus_of_empty_lines_is_a_clear_error(tmp_path):
+    """Only document breaks: refused at load, for PMLM and UniLM v1, instead of numpy's reshape error in
+    fairseq's block builder (or one [SOS] [EOS] block with nothing to predict)."""
+    from unilm_fairseq.tasks.unilm import UniLMConfig, UniLMTask
+
+    (tmp_path / "dict.txt").write_text("w1 5\n")
+    (tmp_path / "train.txt").write_text("\n\n\n")
+    dictionary, text = str(tmp_path / "dict.txt"), str(tmp_path / "train.txt")
+    binarized = str(tmp_path / "bin")
+    preprocess(["--only-source", "--trainpref", text, "--srcdict", dictionary, "--destdir", binarized,
+                "--workers", "1"])  # fmt: skip
+    for task in (
+        PMLMTask.setup_task(PMLMConfig(data=str(tmp_path / "bin"), tokens_per_sample=32, seed=1)),
+        UniLMTask.setup_task(UniLMConfig(data=str(tmp_path / "bin"), tokens_per_sample=32, seed=1)),
+    ):
+        with pytest.raises(ValueError, match=r"train \(.*\): no text, only 3 empty lines"):
+            task.load_dataset("train")
+
+
 def test_position_beyond_table_is_a_clear_error():
     model = tiny_model(make_dictionary())
     tokens = torch.full((1, 3), 5)

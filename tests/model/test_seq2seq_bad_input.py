@@ -74,3 +74,21 @@ def test_missing_split_is_a_clear_error(messy_pairs):
     task = task_for(messy_pairs / "bin")
     with pytest.raises(FileNotFoundError, match="valid"):
         task.load_dataset("valid")
+
+
+def test_a_split_with_no_usable_pair_is_an_error_at_load(tmp_path):
+    """Every pair empty on one side: refused when the split loads, for UniLM and PALM, instead of fairseq's
+    IndexError in batching or KeyError('loss') at the first validation, an epoch later."""
+    from unilm_fairseq.tasks.palm_seq2seq import PALMSeq2SeqConfig, PALMSeq2SeqTask
+
+    (tmp_path / "dict.txt").write_text("a 5\nb 5\n")
+    (tmp_path / "valid.src").write_text("a b\n\na\n")
+    (tmp_path / "valid.tgt").write_text("\nb\n\n")
+    preprocess(["--source-lang", "src", "--target-lang", "tgt", "--srcdict", str(tmp_path / "dict.txt"),
+                "--tgtdict", str(tmp_path / "dict.txt"), "--validpref", str(tmp_path / "valid"),
+                "--destdir", str(tmp_path / "bin"), "--workers", "1"])  # fmt: skip
+    with pytest.raises(ValueError, match="valid: no pair left to use: all 3 have an empty source or target"):
+        task_for(tmp_path / "bin").load_dataset("valid")
+    palm = PALMSeq2SeqTask.setup_task(PALMSeq2SeqConfig(data=str(tmp_path / "bin"), dataset_impl=None))
+    with pytest.raises(ValueError, match="valid: no pair left to use: all 3 have an empty source or target"):
+        palm.load_dataset("valid")

@@ -94,6 +94,10 @@ class PALMSeq2SeqTask(
         logger.info(
             "%s: %d pairs; skipped %d with an empty source or target", split, len(dataset), int(empty.sum())
         )
+        if empty.all():  # fairseq's batching or validation would fail later, far from the cause
+            raise ValueError(
+                f"{split}: no pair left to use: all {len(dataset)} have an empty source or target"
+            )
         # wrapped even when nothing is skipped: its batching keeps the last partial batch
         self.datasets[split] = SkipIndicesDataset(dataset, np.flatnonzero(empty))
         return self.datasets[split]

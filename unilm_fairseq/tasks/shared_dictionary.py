@@ -5,6 +5,7 @@ import os
 from dataclasses import dataclass, field
 from typing import Optional
 
+import numpy as np
 from fairseq import utils
 from fairseq.data import TokenBlockDataset, data_utils
 from fairseq.dataclass import ChoiceEnum
@@ -105,6 +106,8 @@ class SharedDictionaryTask(PreparedModelTask, MixedPrecisionTask, FairseqTask):
         lines = data_utils.load_indexed_dataset(split_path, self.dictionary, combine=combine)
         if lines is None:
             raise FileNotFoundError(f"dataset not found: {split} ({split_path})")
+        if not (np.asarray(lines.sizes) > 1).any():  # each line ends with the </s> fairseq-preprocess adds
+            raise ValueError(f"{split} ({split_path}): no text, only {len(lines)} empty lines")
         return lines
 
     @staticmethod

@@ -174,6 +174,8 @@ class UniLMSeq2SeqTask(RougeValidationTask, DecodingConventionsTask, SharedDicti
             "--max-source-positions %d and %d targets to --max-target-positions %d",
             split, len(src), int(empty.sum()), long_src, spec.max_source, long_tgt, spec.max_target,
         )  # fmt: skip
+        if len(keep) == 0:  # fairseq's batching or validation would fail later, far from the cause
+            raise ValueError(f"{split}: no pair left to use: all {len(src)} have an empty source or target")
         self.datasets[split] = self._dataset(src, tgt, keep)
         return self.datasets[split]
 
