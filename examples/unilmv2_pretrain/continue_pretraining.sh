@@ -58,7 +58,7 @@ for name in UPDATES WARMUP BATCH TOKENS VALID_EVERY VALID_BATCH WORKERS; do
     exit 2
   fi
 done
-if [ -n "$MINUTES" ] && ! [[ $MINUTES =~ ^[0-9]+([.][0-9]+)?$ ]]; then
+if [ -n "$MINUTES" ] && { ! [[ $MINUTES =~ ^[0-9]+([.][0-9]+)?$ ]] || ! awk -v m="$MINUTES" 'BEGIN { exit !(m > 0) }'; }; then
   echo "error: MINUTES=$MINUTES must be a positive number" >&2
   exit 2
 fi
@@ -87,7 +87,7 @@ TRAINING_LINES='^\+ fairseq-train |\| (train_inner|train|valid) \||done training
 measure() {  # CHECKPOINT LOG: held-out AE and PAR loss and accuracy, both objectives, the same masks each time
   run_shown fairseq-validate "${CORPUS%%:*}" --user-dir "$USER_DIR" --task pmlm --objectives ae,par --path "$1" \
     --tokens-per-sample "$TOKENS" --batch-size "$VALID_BATCH" --required-batch-size-multiple 1 --seed "$SEED" \
-    --num-workers "$WORKERS" ${DEVICE[@]+"${DEVICE[@]}"} > "$2" 2>&1
+    --num-workers "$WORKERS" ${DEVICE[@]+"${DEVICE[@]}"} > "$2" 2>&1 || return 1
   local line
   line=$(grep -E "valid on .* subset" "$2" | tail -1)
   if [ -z "$line" ]; then
@@ -96,6 +96,15 @@ measure() {  # CHECKPOINT LOG: held-out AE and PAR loss and accuracy, both objec
   fi
   printf '%s\t%s\t%s\t%s\n' "$(field ae_loss "$line")" "$(field par_loss "$line")" "$(field ae_acc "$line")" \
     "$(field par_acc "$line")"
+}
+record() {  # ARM POINT UPDATES SECONDS CHECKPOINT LOG: a row of summary.tsv with CHECKPOINT's held-out measures
+  local measures
+  measures=$(measure "$5" "$6") || {  # a failed validation stops the run here, not hours later
+    echo "error: fairseq-validate failed on $5; the end of $6:" >&2
+    tail -20 "$6" >&2
+    exit 1
+  }
+  printf '%s\t%s\t%s\t%s\t%s\n' "$1" "$2" "$3" "$4" "$measures" | tee -a "$WORK/summary.tsv"
 }
 field() {  # NAME LINE: the value fairseq logged as "NAME value" in LINE
   grep -oE "(^| )$1 [0-9.]+" <<< "$2" | awk '{print $2}' | tail -1
@@ -106,7 +115,7 @@ seconds_of() {  # fairseq-train's log: its training time in seconds
 
 printf 'arm\tpoint\tupdates\ttrain_seconds\tae_loss\tpar_loss\tae_acc\tpar_acc\n' > "$WORK/summary.tsv"
 echo "== held-out measures of the converted model (before continued pre-training)"
-printf 'start\tbefore\t0\t0\t%s\n' "$(measure "$MODEL/model.pt" "$WORK/valid-before.log")" | tee -a "$WORK/summary.tsv"
+record start before 0 0 "$MODEL/model.pt" "$WORK/valid-before.log"
 
 first_seconds="" first_updates=$UPDATES
 for arm in $ARMS; do
@@ -143,17 +152,16 @@ for arm in $ARMS; do
   echo "   $last_updates updates in $seconds s"
   if [ -z "$first_seconds" ]; then
     first_seconds=$seconds first_updates=$last_updates
-    printf '%s\tlast\t%s\t%s\t%s\n' "$arm" "$last_updates" "$seconds" \
-      "$(measure "$out/checkpoints/checkpoint_last.pt" "$WORK/valid-$name-last.log")" | tee -a "$WORK/summary.tsv"
   else
-    at_updates=$(ls "$out"/checkpoints/checkpoint_*_"$first_updates".pt 2>/dev/null | head -1)
+    # no match is no row: this arm stopped (its time, or MINUTES) before the first arm's updates
+    at_updates=$(compgen -G "$out/checkpoints/checkpoint_*_$first_updates.pt" | head -1 || true)
     if [ -n "$at_updates" ]; then
-      printf '%s\tequal_updates\t%s\t\t%s\n' "$arm" "$first_updates" \
-        "$(measure "$at_updates" "$WORK/valid-$name-equal_updates.log")" | tee -a "$WORK/summary.tsv"
+      record "$arm" equal_updates "$first_updates" "" "$at_updates" "$WORK/valid-$name-equal_updates.log"
+    else
+      echo "   no checkpoint at update $first_updates: no equal_updates row for $arm"
     fi
-    printf '%s\tlast\t%s\t%s\t%s\n' "$arm" "$last_updates" "$seconds" \
-      "$(measure "$out/checkpoints/checkpoint_last.pt" "$WORK/valid-$name-last.log")" | tee -a "$WORK/summary.tsv"
   fi
+  record "$arm" last "$last_updates" "$seconds" "$out/checkpoints/checkpoint_last.pt" "$WORK/valid-$name-last.log"
 done
 logs=()
 for arm in $ARMS; do logs+=("$arm=$WORK/${arm/,/+}/train.log"); done

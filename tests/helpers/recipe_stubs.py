@@ -6,7 +6,7 @@ import json
 import os
 import subprocess
 import sys
-from typing import Callable, Dict, NamedTuple, Tuple, Union
+from typing import Callable, Dict, NamedTuple, Optional, Tuple, Union
 
 from .cli import REPO
 from .squad import squad_json, vocabulary
@@ -112,8 +112,24 @@ def run_scenario(scenario: Scenario, tmp: str) -> str:
 
 def run_scenario_with_console(scenario: Scenario, tmp: str) -> Tuple[str, str]:
     """run_scenario's command log, and what the recipe printed on its standard output."""
+    proc = run_scenario_process(scenario, tmp)
+    assert proc.returncode == 0, f"{scenario.recipe} failed:\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}"
+    with open(os.path.join(tmp, "commands.log"), encoding="utf-8") as f:
+        text = f.read()
+    text = text.replace(tmp, "<TMP>").replace(REPO, "<REPO>")
+    assert text, f"{scenario.recipe}: no command ran"
+    return text, proc.stdout
+
+
+def run_scenario_process(
+    scenario: Scenario, tmp: str, stub_bodies: Optional[Dict[str, str]] = None
+) -> subprocess.CompletedProcess:
+    """The recipe's run with the stand-in tools (``stub_bodies``: a tool's script replaced, to make it fail),
+    its commands logged in ``tmp/commands.log``; whatever its exit status."""
     stubs = os.path.join(tmp, "stubs")
     make_stubs(stubs)
+    for tool, body in (stub_bodies or {}).items():
+        write_stub(os.path.join(stubs, tool), body)
     make_files(tmp, scenario.files)
     log = os.path.join(tmp, "commands.log")
     open(log, "w").close()
@@ -127,7 +143,7 @@ def run_scenario_with_console(scenario: Scenario, tmp: str) -> Tuple[str, str]:
         RECIPE_COMMANDS_LOG=log,
         **{key: fill(value) for key, value in scenario.env.items()},
     )
-    proc = subprocess.run(
+    return subprocess.run(
         ["bash", os.path.join(REPO, scenario.recipe), *map(fill, scenario.args)],
         cwd=REPO if scenario.cwd == "repo" else tmp,
         env=environ,
@@ -136,9 +152,3 @@ def run_scenario_with_console(scenario: Scenario, tmp: str) -> Tuple[str, str]:
         text=True,
         timeout=120,
     )
-    assert proc.returncode == 0, f"{scenario.recipe} failed:\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}"
-    with open(log, encoding="utf-8") as f:
-        text = f.read()
-    text = text.replace(tmp, "<TMP>").replace(REPO, "<REPO>")
-    assert text, f"{scenario.recipe}: no command ran"
-    return text, proc.stdout

@@ -25,7 +25,14 @@ import subprocess
 import pytest
 
 from ..helpers.cli import REPO
-from ..helpers.recipe_stubs import Files, Scenario, glue_raw, run_scenario, run_scenario_with_console
+from ..helpers.recipe_stubs import (
+    Files,
+    Scenario,
+    glue_raw,
+    run_scenario,
+    run_scenario_process,
+    run_scenario_with_console,
+)
 
 GOLDEN = os.path.join(REPO, "tests", "fixtures", "recipe_commands")
 UPDATE = os.environ.get("RECIPE_COMMANDS_UPDATE") == "1"
@@ -418,6 +425,36 @@ def test_continued_pretraining_shows_each_arms_command_and_training_lines(tmp_pa
     assert "done training in 1.0 seconds" in log and "H-0\t-0.1\tstub" in log
     assert "H-0" not in console
     assert_commands_shown_as_shell(console, tmp_path / "work" / "commands.sh", "fairseq-train")
+
+
+def test_continued_pretraining_without_the_equal_updates_checkpoint_goes_on(tmp_path):
+    """The second arm stopped before the first arm's updates (its time ran out, or --save-interval-updates
+    never hit that number): no equal_updates row, said so, and the last row and the curves as usual. The
+    script used to stop there without a word (an ls with no match, under pipefail)."""
+    recipe = "examples/unilmv2_pretrain/continue_pretraining.sh"
+    base = next(s for s in SCENARIOS if s.recipe == recipe and s.name == "defaults")
+    scenario = base._replace(args=(*base.args, "--save-interval-updates", "7"))  # the stub saves _1_7.pt only
+    proc = run_scenario_process(scenario, str(tmp_path))
+    assert proc.returncode == 0, proc.stderr
+    assert "no checkpoint at update 10: no equal_updates row for ae" in proc.stdout
+    rows = (tmp_path / "work" / "summary.tsv").read_text().splitlines()
+    assert [row.split("\t")[:2] for row in rows[1:]] == [
+        ["start", "before"],
+        ["ae,par", "last"],
+        ["ae", "last"],
+    ]
+
+
+def test_continued_pretraining_stops_at_a_failed_validation(tmp_path):
+    """A fairseq-validate that fails (out of memory, a wrong dictionary) stops the run with its log's end,
+    before any training; it used to leave an empty row and train on for hours."""
+    recipe = "examples/unilmv2_pretrain/continue_pretraining.sh"
+    scenario = next(s for s in SCENARIOS if s.recipe == recipe and s.name == "defaults")
+    failing = {"fairseq-validate": "echo 'RuntimeError: CUDA out of memory'\nexit 1\n"}
+    proc = run_scenario_process(scenario, str(tmp_path), failing)
+    assert proc.returncode == 1
+    assert "error: fairseq-validate failed on" in proc.stderr and "CUDA out of memory" in proc.stderr
+    assert "fairseq-train" not in (tmp_path / "commands.log").read_text()
 
 
 def assert_commands_shown_as_shell(console, record, *programs):
