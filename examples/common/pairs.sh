@@ -60,6 +60,7 @@ need_whole() {
     echo "error: $name=$value must be a whole number >= $min" >&2
     exit 2
   fi
+  printf -v "$name" '%d' "$(( 10#$value ))"  # 0250 is 250, not bash's octal 168
 }
 # need_number NAME [zero]: $NAME is a number > 0 (>= 0 with "zero"), such as 3e-4 or 0.5
 need_number() {

@@ -91,9 +91,9 @@ step_summary() {
   grep -E "$2" "$QUIET_LOGS/$1.log" | sed -E "s/$LOG_PREFIX/   /" || true
 }
 
-# stage_on NAME: NAME is one of the comma-separated STAGES
+# stage_on NAME: NAME is one of the STAGES (separated by commas, spaces or both)
 stage_on() {
-  [[ ",$STAGES," == *",$1,"* ]]
+  [[ ",${STAGES// /,}," == *",$1,"* ]]
 }
 
 # default_vocab MODEL_DIR: VOCAB, unless set, is the tokenizer's file beside the pre-trained model (for
@@ -259,9 +259,11 @@ decoding_json() {
 }
 
 # length_percentile FILE PERCENT: the PERCENT-th percentile (a whole number) of the lengths of FILE's lines
-# in whitespace-separated tokens: the sorted lengths' entry at rank floor(lines x PERCENT / 100) + 1
+# in whitespace-separated tokens: the sorted lengths' entry at rank floor(lines x PERCENT / 100) + 1 (the
+# longest at 100)
 length_percentile() {
-  awk '{print NF}' "$1" | sort -n | awk -v p="$2" '{n[NR] = $1} END {print n[int(NR * p / 100) + 1]}'
+  awk '{print NF}' "$1" | sort -n \
+    | awk -v p="$2" '{n[NR] = $1} END {r = int(NR * p / 100) + 1; if (r > NR) r = NR; print n[r]}'
 }
 
 # derive_min_len TRAIN_TGT: unless MIN_LEN is set, the fewest tokens generated is the 5th percentile of the

@@ -95,7 +95,6 @@ fi
 : "${SOURCE_FIELD:=}" "${TARGET_FIELD:=}"
 : "${VALID_EVERY:=}" "${CKPT:=best}"
 if [ -z "${CPU:-}" ]; then count_cuda_devices; CPU=$(( CUDA_DEVICE_COUNT == 0 )); fi
-MAX_LEN_B=$MAX_LEN  # the shared stages' name for the longest output, in tokens
 
 # every setting and the input files are checked before the first stage
 need_choice INIT pretrained random
@@ -114,7 +113,6 @@ need_whole MAX_SRC 3
 need_whole MAX_TGT 2
 need_whole MAX_TGT_PERCENTILE 0
 need_whole MAX_TGT_LIMIT 2
-MAX_TGT_PERCENTILE=$(( 10#$MAX_TGT_PERCENTILE )) MAX_TGT_LIMIT=$(( 10#$MAX_TGT_LIMIT ))  # 099: 99, not octal
 if (( MAX_TGT_PERCENTILE > 100 )); then
   echo "error: MAX_TGT_PERCENTILE=$MAX_TGT_PERCENTILE is a percentile: 0 (off) to 100" >&2
   exit 2
@@ -122,6 +120,7 @@ fi
 need_whole BEAM 1
 if [ -n "$MIN_LEN" ]; then need_whole MIN_LEN 0; fi
 need_whole MAX_LEN 1
+MAX_LEN_B=$MAX_LEN  # the shared stages' name for the longest output, in tokens
 need_whole NO_REPEAT_NGRAM 0
 need_whole GEN_BATCH 1
 need_whole SEED 0
@@ -301,7 +300,7 @@ if stage_on train; then
   train_flags=(--finetune-method "$METHOD")
   if [ "$INIT" = pretrained ]; then train_flags+=(--pretrained-checkpoint "$CHECKPOINT"); fi
   train_flags+=(--criterion unilm_seq2seq --label-smoothing 0.1 --batch-size "$BATCH" --required-batch-size-multiple 1)
-  if [ -n "$MINUTES" ]; then train_flags+=(--stop-time-hours "$("$PYTHON" -c "print($MINUTES / 60)")"); fi
+  if [ -n "$MINUTES" ]; then train_flags+=(--stop-time-hours "$("$PYTHON" -c "print(float('$MINUTES') / 60)")"); fi
   if [ "$FRESH" = 1 ]; then
     rm -rf "$SAVE"
   elif [ -f "$SAVE/checkpoint_last.pt" ]; then
@@ -322,6 +321,7 @@ fi
 
 if stage_on generate; then
   decoded=$(decoded_checkpoint "$SAVE" best)
+  rm -f "$WORK/scores.json" "$SAVE/scores.json"  # an earlier decoding's: the model folder must not keep them
   derive_min_len "$TEXT/train.tgt"
   if [ "$TUNE" = 1 ]; then
     echo "== choose the decoding settings on the validation pairs ($DATA/valid.src): $TUNE_GRID"

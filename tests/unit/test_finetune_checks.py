@@ -156,6 +156,18 @@ def test_min_len_defaults_to_the_5th_percentile_of_the_training_targets(tmp_path
     assert result.returncode == 2 and "MIN_LEN is derived from" in result.stderr, result.stderr
 
 
+def test_stages_may_be_spaced_and_numbers_may_have_leading_zeros(tmp_path):
+    """STAGES="generate, score" runs generate (it passed the check, then no stage ran); BEAM=05 and
+    MAX_LEN=032 are 5 and 32, as written, not bash's octal or an error in bash's arithmetic."""
+    data, work = write_pairs(tmp_path / "data"), tmp_path / "work"
+    write_tokenized_targets(work, list(range(1, 41)))
+    checkpoint = tmp_path / "model.pt"
+    checkpoint.write_bytes(b"")
+    result = finetune(data, work, STAGES="generate, score", CKPT=str(checkpoint), BEAM="05", MAX_LEN="032")
+    command = next((line for line in result.stderr.splitlines() if line.startswith("+ fairseq-generate")), "")
+    assert " --beam 5 " in command and " --max-len-b 32 " in command, result.stdout + result.stderr
+
+
 # 100 tokenized training targets of 11..110 tokens (shuffled): the 99th percentile is the longest, 110, the
 # 50th the 51st shortest, 61; 63 of them (48 tokens and more) do not fit the config's 48 positions with [EOS]
 LONG_TARGETS = [(37 * i) % 100 + 11 for i in range(100)]
@@ -171,6 +183,7 @@ LONG_TARGETS = [(37 * i) % 100 + 11 for i in range(100)]
         (LONG_TARGETS, {"MAX_TGT": "60"}, 60, 48),  # the caller's own MAX_TGT is kept, and MAX_LEN with it
         (LONG_TARGETS, {"MAX_LEN": "80"}, 111, 80),  # the caller's own MAX_LEN is kept
         (LONG_TARGETS, {"MAX_TGT_PERCENTILE": "0"}, 48, 48),  # off
+        (LONG_TARGETS, {"MAX_TGT_PERCENTILE": "100"}, 111, 111),  # the longest (its rank was past the end)
         (list(range(1, 48)), {}, 48, 48),  # targets that fit keep the config's: the main job's case
     ],
 )
@@ -188,7 +201,7 @@ def test_longer_training_targets_raise_max_tgt_and_max_len_unless_set(
     raised = "== MAX_TGT=" in result.stdout
     assert raised == (max_tgt != 48 and "MAX_TGT" not in env), result.stdout
     if raised:
-        percentile = {"50": "50th", "051": "51st"}.get(env.get("MAX_TGT_PERCENTILE"), "99th")
+        percentile = {"50": "50th", "051": "51st", "100": "100th"}.get(env.get("MAX_TGT_PERCENTILE"), "99th")
         message = f"== MAX_TGT={max_tgt}: the {percentile} percentile of the training targets' lengths is"
         assert (
             message in result.stdout and "the config's 48 would cut 63 of 100 (set MAX_TGT" in result.stdout
