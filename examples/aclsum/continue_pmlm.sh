@@ -104,7 +104,8 @@ echo "== held-out AE / PAR loss after continued pre-training"
 validate after "$PM/checkpoints/checkpoint_last.pt"
 
 echo "== fine-tune from the checkpoint this pre-training made"
-START="" PRETRAINED=$PM/checkpoints/checkpoint_last.pt bash "$REPO/examples/s2s_ft/finetune.sh" \
+# FRESH=1: the pre-training above ran anew, so a fine-tuning checkpoint of an earlier run started elsewhere
+START="" FRESH=1 PRETRAINED=$PM/checkpoints/checkpoint_last.pt bash "$REPO/examples/s2s_ft/finetune.sh" \
   "$WORK/data" "$WORK/run"
 echo "== held-out pre-training losses (bits per predicted token) and masked-token accuracy (%)"
 for when in before after; do

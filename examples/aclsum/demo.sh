@@ -14,9 +14,10 @@
 # three-sentence summary that finetune.sh's MAX_TGT rule keeps whole; every other setting (UPDATES,
 # MINUTES, LR, BATCH, BEAM, START, ...) is examples/s2s_ft/finetune.sh's, which does the work. START picks
 # the starting weights: continued (default: the MiniLM after 822 updates of PMLM pre-training, AE objective,
-# on the corpus of scripts/build_pretraining_corpus.py; docs/results.md) or released (the MiniLM as released).
+# on the corpus of scripts/build_pretraining_corpus.py; docs/results.md) or released (the MiniLM as released;
+# give it with a MODEL_DIR of another model, since the shipped weights are the MiniLM's).
 set -euo pipefail
-case "${1:-}" in -h | --help) sed -n '2,17p' "$0"; exit 0 ;; esac  # usage, before any work
+case "${1:-}" in -h | --help) sed -n '2,18p' "$0"; exit 0 ;; esac  # usage, before any work
 REPO=$(cd "$(dirname "$0")/../.." && pwd)
 WORK=${1:-work/aclsum}
 shift $(( $# > 0 ? 1 : 0 ))

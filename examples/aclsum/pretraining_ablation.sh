@@ -11,7 +11,8 @@
 # MINUTES, LR, BATCH, TOKENS, VALID_EVERY, ...) for the pre-training: ARMS ["ae,par ae"] run in turn, the
 # first for UPDATES or MINUTES, the others to equal updates and equal wall clock; PAR_ONLY [1] adds a
 # PAR-only arm at the first arm's updates (its time is not compared: it trains beside the first
-# fine-tuning rows). Fine-tuning: finetune.sh's settings (UPDATES is renamed FT_UPDATES here [finetune.sh's]);
+# fine-tuning rows). Fine-tuning: finetune.sh's settings, from scratch on each run (UPDATES is renamed
+# FT_UPDATES here [the config's 250]; MINUTES, LR, BATCH, WARMUP and VALID_EVERY are the pre-training's only);
 # PARALLEL [1] rows at a time; DATASETS ["aclsum docstrings"]: ACLSum (scripts/prepare_aclsum.py; DATA
 # gives a prepared folder) and Python code -> docstring summary (scripts/prepare_code_docstrings.py, with
 # MIN_LEN=5 MAX_LEN=32, the 5th and about the 95th percentile of its training targets' lengths);
@@ -73,10 +74,13 @@ fine_tune() {  # DATASET ROW START: train (on the GPU where there is one), then 
   if [ "$1" = docstrings ]; then settings=(MIN_LEN=5 MAX_LEN=32); fi
   if [ "$DECODE_CPU" = 1 ]; then decode=(CPU=1); fi
   start=$(date +%s)
-  if env UPDATES="$FT_UPDATES" PRETRAINED="$3" STAGES=convert,tokenize,binarize,train ${settings[@]+"${settings[@]}"} \
+  rm -f "$out/seconds.txt" "$out/scores.json"  # a failed row must not report an earlier run's results
+  # fine-tuning takes finetune.sh's own settings, not the pre-training's of the same names, and starts over
+  # (a re-run's checkpoints come from other starts)
+  local own=(env -u MINUTES -u LR -u BATCH -u WARMUP -u VALID_EVERY FRESH=1 UPDATES="$FT_UPDATES" PRETRAINED="$3")
+  if "${own[@]}" STAGES=convert,tokenize,binarize,train ${settings[@]+"${settings[@]}"} \
        bash "$REPO/examples/s2s_ft/finetune.sh" "${DATA_OF[$1]}" "$out" > "$out/log.txt" 2>&1 &&
-     env UPDATES="$FT_UPDATES" PRETRAINED="$3" STAGES=generate,score ${settings[@]+"${settings[@]}"} \
-       ${decode[@]+"${decode[@]}"} \
+     "${own[@]}" FRESH=0 STAGES=generate,score ${settings[@]+"${settings[@]}"} ${decode[@]+"${decode[@]}"} \
        bash "$REPO/examples/s2s_ft/finetune.sh" "${DATA_OF[$1]}" "$out" >> "$out/log.txt" 2>&1; then
     echo "$(( $(date +%s) - start ))" > "$out/seconds.txt"
     echo "== fine-tuned $1 from $2: $(cat "$out/seconds.txt") s"

@@ -44,30 +44,45 @@ run_row() {
   mkdir -p "$out"
   start=$(date +%s)
   if [ "$row" = pmlm ]; then
-    bash "$REPO/examples/aclsum/continue_pmlm.sh" "$out" > "$out/log.txt" 2>&1
+    bash "$REPO/examples/aclsum/continue_pmlm.sh" "$out" > "$out/log.txt" 2>&1 || {
+      echo "== $row failed: $out/log.txt" >&2
+      return 1
+    }
   else
     (
       spec=$row
       if [[ $row =~ ^(.*)-u([0-9]+)$ ]]; then
         spec=${BASH_REMATCH[1]}
-        export UPDATES=${BASH_REMATCH[2]} VALID_EVERY=$(( BASH_REMATCH[2] / 4 ))
+        # validation 4 times in the run, at least every update
+        export UPDATES=${BASH_REMATCH[2]} VALID_EVERY=$(( BASH_REMATCH[2] / 4 > 0 ? BASH_REMATCH[2] / 4 : 1 ))
       fi
       METHOD=${spec%-*} INIT=${spec#*-} bash "$REPO/examples/s2s_ft/finetune.sh" "$WORK/data" "$out" \
         > "$out/log.txt" 2>&1
-    )
+    ) || {
+      echo "== $row failed: $out/log.txt" >&2
+      return 1
+    }
   fi
   echo "$(( $(date +%s) - start ))" > "$out/seconds.txt"
   echo "== $row: $(cat "$out/seconds.txt") s"
 }
 
+# a failed row is named (its log) and left out of the table; the others still run; the exit status is 1
+failed=0
 if [ "$PARALLEL" -gt 1 ]; then
   export OMP_NUM_THREADS=1
+  pids=()
   for row in "${ROWS[@]}"; do
     while [ "$(jobs -rp | wc -l)" -ge "$PARALLEL" ]; do sleep 5; done
     run_row "$row" &
+    pids+=($!)
   done
-  wait
+  for pid in "${pids[@]}"; do wait "$pid" || failed=$(( failed + 1 )); done
 else
-  for row in "${ROWS[@]}"; do run_row "$row"; done
+  for row in "${ROWS[@]}"; do run_row "$row" || failed=$(( failed + 1 )); done
 fi
 python "$REPO/examples/aclsum/results_table.py" "$WORK"
+if [ "$failed" -gt 0 ]; then
+  echo "error: $failed of ${#ROWS[@]} rows failed (each named above with its log)" >&2
+  exit 1
+fi

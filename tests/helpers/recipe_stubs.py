@@ -41,15 +41,15 @@ OUTPUT = r"""printf 'S-0\tstub\nT-0\tstub\nH-0\t-0.1\tstub\nD-0\t-0.1\tstub\n'
 echo "stub | valid on 'valid' subset | ae_loss 1.1 | ae_acc 1.2 | par_loss 1.3 | par_acc 1.4 | num_updates 10"
 echo "stub | done training in 1.0 seconds | train_inner | initialised | Translated 1 sentences | Error"
 """
-# fairseq-train makes its --save-dir with checkpoint_last.pt (which later stages decode or start from) and,
-# with --save-interval-updates N, checkpoint_1_N.pt
+# fairseq-train makes its --save-dir with checkpoint_last.pt and checkpoint_best.pt (which later stages decode
+# or start from) and, with --save-interval-updates N, checkpoint_1_N.pt
 SAVE_DIR = r"""prev="" save="" every=""
 for arg in "$@"; do
   case $prev in --save-dir) save=$arg ;; --save-interval-updates) every=$arg ;; esac
   prev=$arg
 done
 if [ -n "$save" ]; then
-  mkdir -p "$save" && touch "$save/checkpoint_last.pt"
+  mkdir -p "$save" && touch "$save/checkpoint_last.pt" "$save/checkpoint_best.pt"
   if [ -n "$every" ]; then touch "$save/checkpoint_1_$every.pt"; fi
 fi
 """

@@ -457,6 +457,20 @@ def test_continued_pretraining_stops_at_a_failed_validation(tmp_path):
     assert "fairseq-train" not in (tmp_path / "commands.log").read_text()
 
 
+def test_run_all_names_each_failed_row_and_exits_1(tmp_path):
+    """A row whose fine-tuning fails is named with its log; the other rows still run and the table is still
+    printed, and the script ends with exit status 1 (sequentially, the first failure used to end it without a
+    word; side by side, failures went unnoticed)."""
+    scenario = next(s for s in SCENARIOS if s.recipe == "examples/aclsum/run_all.sh")
+    failing = {"fairseq-train": "echo 'RuntimeError: out of memory'\nexit 1\n"}
+    rows = scenario._replace(args=(*scenario.args, "pseudo_masked-pretrained", "causal-random"))
+    proc = run_scenario_process(rows, str(tmp_path), failing)
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    for row in ("pseudo_masked-pretrained", "causal-random"):
+        assert f"== {row} failed: {tmp_path}/work/{row}/log.txt" in proc.stderr
+    assert "error: 2 of 2 rows failed" in proc.stderr
+
+
 def assert_commands_shown_as_shell(console, record, *programs):
     """The record script (WORK/commands.sh) holds each of the programs' commands, quoted for the shell so
     that running it runs what the recipe ran (the Adam betas' parentheses and space would not survive
