@@ -70,6 +70,7 @@ run_logged() {
       sleep "$HEARTBEAT_S" &
       nap=$!
       wait "$nap"
+      kill -0 $$ 2>/dev/null || exit 0  # the script is gone (Ctrl-C skips the kill below): so is its heartbeat
       echo "   ... $(( SECONDS - start )) s: $(tail -n 1 "$log" 2>/dev/null | sed -E "s/$LOG_PREFIX//; s/^: +//" | cut -c1-140)"
     done
   ) &
