@@ -1,10 +1,12 @@
 """Task ``unilm_sentence_prediction``: fairseq's ``sentence_prediction`` with the plugin's dictionaries.
 
 fairseq's own ``sentence_prediction`` task already works with ``--arch unilmv2_*`` on data binarized with a
-fairseq ``dict.txt``. This task differs in two ways only: dictionaries load with
+fairseq ``dict.txt``. This task differs in three ways only: dictionaries load with
 :func:`~unilm_fairseq.data.dictionary.load_dictionary_with_mask`, so the one-token-per-line vocabulary of
-an imported BERT-family model keeps its ids; and ``--init-token`` defaults to the dictionary's
-beginning-of-sentence symbol ([CLS] for those vocabularies), so every input reads "[SOS] A [EOS] (B [EOS])".
+an imported BERT-family model keeps its ids; ``--init-token`` defaults to the dictionary's
+beginning-of-sentence symbol ([CLS] for those vocabularies), so every input reads "[SOS] A [EOS] (B [EOS])";
+and every example goes into a batch: fairseq 0.12's batching leaves out the examples past the last multiple
+of ``--required-batch-size-multiple`` (default 8), so RTE's 277 dev pairs in batches of 16 were scored as 272.
 """
 
 import logging
@@ -13,6 +15,7 @@ from fairseq.tasks import register_task
 from fairseq.tasks.sentence_prediction import SentencePredictionConfig, SentencePredictionTask
 
 from ..data.dictionary import load_dictionary_with_mask
+from ..data.skip_indices_dataset import SkipIndicesDataset
 from .prepared_model import PreparedModelTask
 
 logger = logging.getLogger(__name__)
@@ -34,3 +37,9 @@ class UniLMSentencePredictionTask(PreparedModelTask, SentencePredictionTask):
             logger.info("--init-token unset: starting every input with %s (id %d)",
                         task.dictionary[cfg.init_token], cfg.init_token)  # fmt: skip
         return task
+
+    def load_dataset(self, split, combine=False, **kwargs):
+        super().load_dataset(split, combine=combine, **kwargs)
+        # nothing is skipped: the wrapper's batching keeps the last partial batch
+        self.datasets[split] = SkipIndicesDataset(self.datasets[split], ())
+        return self.datasets[split]
