@@ -102,3 +102,24 @@ def test_position_beyond_table_is_a_clear_error():
     positions = torch.tensor([[0, 1, 64]])
     with pytest.raises(ValueError, match="max_positions=64"):
         model(tokens, torch.zeros_like(tokens), positions, torch.ones(1, 3, 3, dtype=torch.bool))
+
+
+@pytest.mark.parametrize(
+    "make, message",
+    [
+        (lambda: PMLMConfig(min_span_length=4, max_span_length=3), "spans need 1 <= min <= max"),
+        (lambda: PMLMConfig(min_span_length=0), "spans need 1 <= min <= max"),
+    ],
+)
+def test_span_lengths_that_cannot_be_drawn_are_refused_before_any_data(make, message):
+    """They used to load, then fail inside a data loader's worker at the first item (numpy: low >= high)."""
+    with pytest.raises(ValueError, match=message):
+        PMLMTask(make(), make_dictionary())
+
+
+def test_unilm_ngrams_need_a_longest_ngram_of_two():
+    from unilm_fairseq.tasks.unilm import UniLMConfig, UniLMTask
+
+    with pytest.raises(ValueError, match="--max-span-length tokens, which is 1: give at least 2"):
+        UniLMTask(UniLMConfig(max_span_length=1), make_dictionary())
+    UniLMTask(UniLMConfig(max_span_length=1, span_prob=0.0), make_dictionary())  # no n-grams: fine

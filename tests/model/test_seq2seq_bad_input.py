@@ -92,3 +92,17 @@ def test_a_split_with_no_usable_pair_is_an_error_at_load(tmp_path):
     palm = PALMSeq2SeqTask.setup_task(PALMSeq2SeqConfig(data=str(tmp_path / "bin"), dataset_impl=None))
     with pytest.raises(ValueError, match="valid: no pair left to use: all 3 have an empty source or target"):
         palm.load_dataset("valid")
+
+
+@pytest.mark.parametrize(
+    "limits, message",
+    [
+        ({"max_source_positions": 2}, "--max-source-positions 2: at least 3"),
+        ({"max_target_positions": 1}, "--max-target-positions 1: at least 2"),
+    ],
+)
+def test_limits_without_room_for_a_token_are_refused(messy_pairs, limits, message):
+    """A source of [SOS] [EOS] alone, or a target of [EOS] alone: the dataset's cut went negative and items
+    came out longer than the sizes it claimed."""
+    with pytest.raises(ValueError, match=message):
+        task_for(messy_pairs / "bin", **limits)

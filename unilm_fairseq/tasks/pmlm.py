@@ -61,6 +61,11 @@ class PMLMTask(SharedDictionaryTask):
     cfg: PMLMConfig
 
     def __init__(self, cfg: PMLMConfig, dictionary: Dictionary):
+        if not 1 <= cfg.min_span_length <= cfg.max_span_length:  # found here, not in a data loader's worker
+            raise ValueError(
+                f"--min-span-length {cfg.min_span_length} --max-span-length {cfg.max_span_length}: "
+                "spans need 1 <= min <= max"
+            )
         super().__init__(cfg, dictionary)
         self.mask_idx = dictionary.index("<mask>")
 

@@ -79,6 +79,11 @@ class UniLMTask(SharedDictionaryTask):
     cfg: UniLMConfig
 
     def __init__(self, cfg: UniLMConfig, dictionary: Dictionary):
+        if cfg.span_prob > 0 and cfg.max_span_length < 2:  # n-grams of 2..max: found here, not in a worker
+            raise ValueError(
+                f"--span-prob {cfg.span_prob} masks n-grams of 2 to --max-span-length tokens, which is "
+                f"{cfg.max_span_length}: give at least 2, or --span-prob 0"
+            )
         super().__init__(cfg, dictionary)
         self.mask_idx = dictionary.index("<mask>")
 

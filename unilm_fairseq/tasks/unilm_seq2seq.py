@@ -125,6 +125,15 @@ class UniLMSeq2SeqTask(RougeValidationTask, DecodingConventionsTask, SharedDicti
         super().__init__(cfg, dictionary)
         # limits left unset come from the checkpoint when one is loaded for generation
         self.limits_given = {name: getattr(cfg, name) is not None for name in LIMITS}
+        # at least one token besides the specials: [SOS] and [EOS] in the source, [EOS] in the target
+        for name, least in zip(LIMITS, (SOURCE_SPECIALS + 1, TARGET_SPECIALS + 1)):
+            given = getattr(cfg, name)
+            if given is not None and given < least:
+                specials = "[SOS] and [EOS]" if name == LIMITS[0] else "[EOS]"
+                raise ValueError(
+                    f"--{name.replace('_', '-')} {given}: at least {least}, with room for one token beside "
+                    f"the {specials}"
+                )
         for name, default in zip(LIMITS, (DEFAULT_MAX_SOURCE, DEFAULT_MAX_TARGET)):
             if getattr(cfg, name) is None:
                 setattr(cfg, name, default)
