@@ -96,6 +96,22 @@ def test_pairs_drop_every_docstring_and_keep_decorators_comments_and_nested_code
         assert "\n" not in pair.code
 
 
+def test_characters_that_split_lines_for_python_strings_but_not_for_the_parser():
+    """A form feed (old sources use it between sections) or U+2028 in a comment is no line end to the parser:
+    the docstring stays out of the code and the function's last line stays in it."""
+    for odd in ("\x0c", "\u2028", "\x1c", "\x85"):
+        source = (
+            f"# section{odd}\n"
+            "def add(a, b):\n"
+            '    """Add two numbers together and return them."""\n'
+            "    total = a + b\n"
+            "    total = total + 0\n"
+            "    return total\n"
+        )
+        (pair,), _ = cd.pairs_from_source(source, "m.py")
+        assert pair.code == "def add(a, b): total = a + b total = total + 0 return total", repr(odd)
+
+
 def test_split_is_fixed_by_path_and_follows_the_shares():
     paths = [f"pkg/module_{i}.py" for i in range(2000)]
     splits = [cd.split_of(p, 5, 10) for p in paths]

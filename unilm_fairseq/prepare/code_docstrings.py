@@ -106,7 +106,9 @@ def pairs_from_source(source: str, relative_path: str) -> Tuple[List[Pair], int]
     Raises SyntaxError (or ValueError for a NUL byte) when the file is not Python this interpreter parses.
     """
     tree = ast.parse(source)
-    lines = source.splitlines()
+    # the parser's lines: only \n, \r\n and \r end one (str.splitlines also splits at a form feed, \x1c-\x1e,
+    # \x85, \u2028 ..., which shifted every later line against the tree's line numbers)
+    lines = source.replace("\r\n", "\n").replace("\r", "\n").split("\n")
     pairs, left_out = [], 0
     for qualified, node in _functions(tree):
         docstring = ast.get_docstring(node, clean=True)
