@@ -106,3 +106,17 @@ def test_limits_without_room_for_a_token_are_refused(messy_pairs, limits, messag
     came out longer than the sizes it claimed."""
     with pytest.raises(ValueError, match=message):
         task_for(messy_pairs / "bin", **limits)
+
+
+def test_a_cut_binarized_file_is_named_when_the_split_loads(messy_pairs, tmp_path):
+    """A .bin shorter than its index (a copy cut short) stops the load with the file named; it used to fail
+    when a data loader's worker read past the end."""
+    import shutil
+
+    from unilm_fairseq.data.shard_check import CorruptShardError
+
+    shutil.copytree(messy_pairs / "bin", tmp_path / "bin")
+    data = tmp_path / "bin" / "train.src-tgt.tgt.bin"
+    data.write_bytes(data.read_bytes()[:-4])
+    with pytest.raises(CorruptShardError, match=r"train\.src-tgt\.tgt\.bin is truncated"):
+        task_for(tmp_path / "bin").load_dataset("train")

@@ -19,6 +19,7 @@ from ..checkpoint.unilmv2_init import checkpoint_seq2seq_segments, load_pretrain
 from ..data.masking import MaskingConfig
 from ..data.seq2seq.scoring import average_over_models, scoring_dataset, target_log_probs
 from ..data.seq2seq.seq2seq_dataset import SOURCE_SPECIALS, TARGET_SPECIALS, Seq2SeqDataset
+from ..data.shard_check import check_binarized_split
 from ..models.generation import STEP_MODES, check_decoding_positions, last_decoding_position
 from ..models.unilmv2 import check_seq2seq_segments
 from ..seq2seq_layout import Seq2SeqSpec
@@ -165,6 +166,8 @@ class UniLMSeq2SeqTask(RougeValidationTask, DecodingConventionsTask, SharedDicti
         data_path = paths[(epoch - 1) % len(paths)]
         src_lang, tgt_lang = self.cfg.source_lang, self.cfg.target_lang
         prefix = os.path.join(data_path, f"{split}.{src_lang}-{tgt_lang}.")
+        for side in (src_lang, tgt_lang):  # a cut file stops here, named, not in a data loader's worker
+            check_binarized_split(prefix + side)
         src = data_utils.load_indexed_dataset(prefix + src_lang, self.dictionary, combine=combine)
         tgt = data_utils.load_indexed_dataset(prefix + tgt_lang, self.dictionary, combine=combine)
         if src is None or tgt is None:
