@@ -33,6 +33,10 @@ shift $(( $# > 0 ? 1 : 0 ))
 : "${PMLM_OBJECTIVES:=ae,par}"
 need_choice START released continued
 need_choice PMLM_OBJECTIVES ae,par ae par
+need_whole PMLM_UPDATES 1  # checked before any work: fairseq's own assertion came after five steps
+need_whole PMLM_BATCH 1
+need_whole PMLM_TOKENS 1
+need_number PMLM_LR
 : "${CPU:=$(python -c 'import torch; print(0 if torch.cuda.is_available() else 1)')}"
 export CPU
 DEVICE=()

@@ -139,7 +139,12 @@ for name in ${STAGES//,/ }; do
   esac
 done
 case "$CKPT" in best | last) ;; *)
-  if [ ! -f "$CKPT" ] && ! stage_on train; then echo "error: CKPT=$CKPT: no such checkpoint (best, last or a path)" >&2; exit 2; fi ;;
+  if [ ! -f "$CKPT" ] && ! stage_on train; then echo "error: CKPT=$CKPT: no such checkpoint (best, last or a path)" >&2; exit 2; fi
+  if [ "$TUNE" = 1 ] && stage_on generate && [ "$(dirname "$CKPT")" != "$WORK/checkpoints" ]; then
+    echo "error: TUNE=1 tunes through the model folder $WORK/checkpoints, so CKPT=$CKPT must be in it" \
+      "(or best, last)" >&2  # said now, not after training
+    exit 2
+  fi ;;
 esac
 if [ -n "$PRETRAINED" ] && [ "$START" = continued ]; then
   echo "error: START=continued puts the packed weights onto the converted MODEL_DIR; PRETRAINED=$PRETRAINED" \

@@ -86,6 +86,7 @@ def finetune(data, work, timeout=120, **env):
         ({"PRETRAINED": "/nonexistent/checkpoint.pt"}, "PRETRAINED=/nonexistent/checkpoint.pt: no such file"),
         ({"START": "minilm"}, "START=minilm must be one of: continued released"),
         ({"START": "continued", "PRETRAINED": "/a/model.pt"}, "PRETRAINED=/a/model.pt is already the start"),
+        ({"TUNE": "1", "CKPT": "/elsewhere/checkpoint.pt"}, "TUNE=1 tunes through the model folder"),
     ],
 )
 def test_finetune_refuses_bad_settings_before_any_stage(tmp_path, env, message):

@@ -489,13 +489,21 @@ def assert_commands_shown_as_shell(console, record, *programs):
     assert [line for line in recorded if line in shown] == shown, (shown, recorded)
 
 
-@pytest.mark.parametrize("start, objectives", [("minilm", "ae"), ("released", "mlm")])
-def test_domain_adaptive_pretraining_refuses_a_bad_start_or_objective(tmp_path, start, objectives):
+@pytest.mark.parametrize(
+    "setting, message",
+    [
+        ({"START": "minilm"}, "error: START=minilm must be one of"),
+        ({"PMLM_OBJECTIVES": "mlm"}, "error: PMLM_OBJECTIVES=mlm must be one of"),
+        ({"PMLM_UPDATES": "0"}, "error: PMLM_UPDATES=0 must be a whole number >= 1"),
+        ({"PMLM_BATCH": "16x"}, "error: PMLM_BATCH=16x must be a whole number >= 1"),
+        ({"PMLM_LR": "fast"}, "error: PMLM_LR=fast must be a number > 0"),
+    ],
+)
+def test_domain_adaptive_pretraining_refuses_bad_settings_before_any_work(tmp_path, setting, message):
     script = os.path.join(REPO, "examples/aclsum/continue_pmlm.sh")
-    env = {**os.environ, "START": start, "PMLM_OBJECTIVES": objectives}
+    env = {**os.environ, **setting}
     result = subprocess.run(["bash", script, str(tmp_path / "work")], env=env, capture_output=True, text=True)
-    name, value = ("START", start) if start != "released" else ("PMLM_OBJECTIVES", objectives)
-    assert result.returncode == 2 and f"error: {name}={value} must be one of" in result.stderr, result.stderr
+    assert result.returncode == 2 and message in result.stderr, result.stderr
     assert not (tmp_path / "work").exists()
 
 
