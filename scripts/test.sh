@@ -14,7 +14,7 @@ cd "$(dirname "$0")/.."
 bash scripts/setup_env.sh --test
 bash scripts/setup_wordnet.sh
 # shellcheck disable=SC1091
-. .venv/bin/activate
+. "${VENV:-.venv}/bin/activate"  # the venv the set-up made (VENV, as for setup_env.sh)
 ruff check .
 ruff format --check .
 python -m pytest -q -n "${PYTEST_WORKERS:-auto}" --dist loadfile --no-loadscope-reorder "$@"

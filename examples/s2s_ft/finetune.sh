@@ -171,7 +171,9 @@ if [ -f "$DATA" ]; then
   rows=$WORK/rows
 elif [ -d "$DATA" ] && [ ! -f "$DATA/train.src" ]; then
   for ext in jsonl json parquet; do
-    if compgen -G "$DATA/train*.$ext" > /dev/null; then rows=$DATA; fi
+    for found in "$DATA"/train*."$ext"; do  # the folder's name is taken as written, not as a pattern
+      if [ -e "$found" ]; then rows=$DATA; fi
+    done
   done
 fi
 if [ -n "$rows" ]; then
