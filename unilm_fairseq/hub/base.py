@@ -84,9 +84,6 @@ Tokens = Union[Tensor, Sequence[Tensor]]
 Inputs = Union[str, Tensor, Sequence[Union[str, Tensor]]]
 
 
-PALM_TASK = "palm_seq2seq"  # the task a fine-tuned PALM checkpoint was trained with (tasks/palm_seq2seq.py)
-
-
 def is_one_input(inputs: Inputs) -> bool:
     """Whether ``inputs`` is one text or one ``(T,)`` id tensor, rather than a list of them."""
     return isinstance(inputs, str) or (torch.is_tensor(inputs) and inputs.dim() == 1)
@@ -94,6 +91,15 @@ def is_one_input(inputs: Inputs) -> bool:
 
 class UniLMHubInterface(GeneratorHubInterface):
     """A loaded ``unilm_seq2seq`` model with its dictionary and text encoder (see the module docstring)."""
+
+    # the interface of each other task's checkpoints: a subclass names its task (``TASK``) and is entered here
+    BY_TASK: Dict[str, type] = {}
+    TASK: Optional[str] = None
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        if cls.TASK is not None:
+            UniLMHubInterface.BY_TASK[cls.TASK] = cls
 
     def __init__(self, cfg, task, models, generation_defaults: Optional[Dict] = None):
         super().__init__(cfg, task, models)
@@ -151,10 +157,8 @@ class UniLMHubInterface(GeneratorHubInterface):
         kwargs.setdefault("user_dir", PACKAGE_DIR)
         kwargs.update(_local_bpe_files(model_dir, kwargs))
         loaded = hub_utils.from_pretrained(model_dir, checkpoint_file, data_name_or_path, **kwargs)
-        if cls is UniLMHubInterface and getattr(loaded["args"].task, "_name", None) == PALM_TASK:
-            from .palm import PALMHubInterface  # a PALM folder: its interface scores through PALM's forward
-
-            cls = PALMHubInterface
+        if cls is UniLMHubInterface:  # e.g. a PALM folder: its interface scores through PALM's forward
+            cls = cls.BY_TASK.get(getattr(loaded["args"].task, "_name", None), cls)
         return cls(loaded["args"], loaded["task"], loaded["models"], generation_defaults=defaults)
 
     def encode(self, sentence: str) -> torch.LongTensor:

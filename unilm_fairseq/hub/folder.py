@@ -16,7 +16,7 @@ def load_model_folder(
     when it is available (unless ``cpu``), in eval mode."""
     import torch
 
-    hub = UniLMHubInterface.from_pretrained(model_dir, checkpoint_file=checkpoint_file)  # PALM's by its task
+    hub = UniLMHubInterface.from_pretrained(model_dir, checkpoint_file=checkpoint_file)  # PALM's: its TASK
     if torch.cuda.is_available() and not cpu:
         hub = hub.cuda()
     return hub.eval()

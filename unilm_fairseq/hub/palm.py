@@ -33,6 +33,8 @@ class PALMHubInterface(UniLMHubInterface):
     does; sources and targets beyond the model's positions are an error, not truncated.
     """
 
+    TASK = "palm_seq2seq"  # UniLMHubInterface.from_pretrained gives this task's folders this interface
+
     def _check_lengths(self, name: str, inputs: List[Tensor], side: int) -> None:
         """A ``ValueError`` naming the inputs longer than the model's positions on ``side`` (0: source,
         1: target), rather than fairseq's batching error about a command-line flag."""
