@@ -3,6 +3,7 @@
 
     python scripts/pack_weights.py pack CHECKPOINT OUT.pt.xz
     python scripts/pack_weights.py unpack PACKED.pt.xz BASE_MODEL.pt OUT_MODEL.pt
+    python scripts/pack_weights.py start CHECKPOINT OUT_MODEL.pt
 
 ``pack`` keeps only the model's weights of a fairseq checkpoint: int8 rows with a float16 scale each, other
 tensors as float16, xz-compressed (``unilm_fairseq/checkpoint/packed_weights.py``). ``unpack`` writes
@@ -13,6 +14,12 @@ pooler: it is frozen (never trained), so the base's own values are the ones trai
 weights packed before the importer kept it still unpack. The main job unpacks
 ``data/minilm-continued-ae.pt.xz`` this way onto the converted MiniLM (docs/results.md says how those
 weights were made).
+
+``start`` writes the checkpoint another training run starts from with ``--finetune-from-model``: for a
+training run's own checkpoint (``checkpoint_last.pt``), ``OUT_MODEL.pt`` with its weights, config and origin
+only; for any other, ``OUT_MODEL.pt`` is a link to CHECKPOINT. fairseq carries a run's training time into
+the next run, so ``--stop-time-hours`` would count the earlier run's hours too, and it would read the
+optimizer state for nothing. ``examples/unilmv2_pretrain/continue_pretraining.sh`` starts from it.
 """
 
 import argparse
@@ -32,6 +39,10 @@ from unilm_fairseq.checkpoint.packed_weights import (
 from unilm_fairseq.models.unilmv2 import POOLER
 
 logger = logging.getLogger("pack_weights")
+
+# what fairseq's trainer saves of a run besides the model (fairseq/checkpoint_utils.py save_checkpoint and
+# trainer.state_dict): the data position, the meters, the best loss and the training time so far
+RUN_STATE = ("train_iterator", "previous_training_time", "metrics", "val_loss", "best")
 
 
 def load_checkpoint(path: str):
@@ -79,6 +90,25 @@ def unpack(packed_path: str, base: str, output: str) -> None:
     logger.info("wrote %s: %s with the weights of %s", output, base, packed_path)
 
 
+def start(checkpoint: str, output: str) -> None:
+    """``output``: ``checkpoint`` without a training run's state, or a link to it when it has none."""
+    state = load_checkpoint(checkpoint)
+    extra = state.get("extra_state") or {}
+    if os.path.lexists(output):
+        os.remove(output)
+    os.makedirs(os.path.dirname(os.path.abspath(output)), exist_ok=True)
+    if not any(key in extra for key in RUN_STATE) and state.get("last_optimizer_state") is None:
+        os.symlink(os.path.abspath(checkpoint), output)
+        return
+    updates = (state.get("optimizer_history") or [{}])[-1].get("num_updates", 0)
+    hours = float(extra.get("previous_training_time", 0)) / 3600
+    state["last_optimizer_state"] = None
+    state["extra_state"] = {key: value for key, value in extra.items() if key not in RUN_STATE}
+    torch.save(state, output)
+    logger.info("%s is a training run's checkpoint (%s updates, %.2f h of training): %s has its weights and "
+                "config only", checkpoint, updates, hours, output)  # fmt: skip
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -91,6 +121,11 @@ def main(argv=None) -> int:
     unpacker.add_argument("packed")
     unpacker.add_argument("base")
     unpacker.add_argument("output")
+    starter = commands.add_parser(
+        "start", help="the checkpoint another run starts from: CHECKPOINT without a run's state, or a link"
+    )
+    starter.add_argument("checkpoint")
+    starter.add_argument("output")
     args = parser.parse_args(argv)
     logging.basicConfig(
         format="%(asctime)s | %(levelname)s | %(name)s | %(message)s", level=logging.INFO, force=True
@@ -98,6 +133,8 @@ def main(argv=None) -> int:
     try:
         if args.command == "pack":
             pack(args.checkpoint, args.output)
+        elif args.command == "start":
+            start(args.checkpoint, args.output)
         else:
             unpack(args.packed, args.base, args.output)
     except (OSError, ValueError) as error:

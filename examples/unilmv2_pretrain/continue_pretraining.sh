@@ -9,7 +9,9 @@
 # CORPUS is fairseq-preprocess --only-source output, one directory or shards joined by colons
 # (data-bin/shard0:data-bin/shard1:..., one per epoch; the held-out `valid` split is read from the first);
 # scripts/build_pretraining_corpus.py writes it. MODEL_DIR is scripts/convert_hf_checkpoint.py's output
-# (model.pt, dict.txt, model_args.txt); the corpus must be binarized with its dict.txt.
+# (model.pt, dict.txt, model_args.txt); the corpus must be binarized with its dict.txt. model.pt may be an
+# earlier run's checkpoint_last.pt: the arms start from WORK_DIR/start.pt (scripts/pack_weights.py start),
+# its weights without that run's state, so that MINUTES counts this run's training alone.
 #
 # Settings (environment; default in brackets):
 #   ARMS         objective sets to train, in order, space-separated ["ae,par ae"]; each is the pmlm task's
@@ -41,7 +43,7 @@
 set -euo pipefail
 case "${1:-}" in -h | --help) sed -n '2,/^[^#]/{/^#/p}' "$0"; exit 0 ;; esac  # the whole header
 if [ $# -lt 3 ]; then
-  sed -n '2,12p' "$0" >&2
+  sed -n '2,14p' "$0" >&2
   exit 2
 fi
 REPO=$(cd "$(dirname "$0")/../.." && pwd)
@@ -78,6 +80,9 @@ mkdir -p "$WORK"
 . "$REPO/examples/common/pairs.sh"
 # each command is shown, quoted for the shell, before it runs and kept in WORK/commands.sh (run_shown)
 record_start "$WORK/commands.sh"
+# a training run's own checkpoint carries its hours of training, which fairseq would count against
+# --stop-time-hours: the arms start from its weights alone (WORK/start.pt; a link to model.pt otherwise)
+run_shown python "$REPO/scripts/pack_weights.py" start "$MODEL/model.pt" "$WORK/start.pt"
 # shellcheck source=examples/common/training_console.sh
 . "$REPO/examples/common/training_console.sh"
 # the console shows the fairseq-train command, its training and validation lines as they come and, a minute
@@ -134,7 +139,7 @@ for arm in $ARMS; do
   echo "== continue pre-training, objectives $arm: ${stop[*]}, batch $BATCH x $TOKENS tokens, lr $LR"
   show_training "$out/train.log" "$TRAINING_LINES" \
     run_shown fairseq-train "$CORPUS" --user-dir "$USER_DIR" --task pmlm --criterion ae_par --objectives "$arm" \
-    "${MODEL_ARGS[@]}" --finetune-from-model "$MODEL/model.pt" --tokens-per-sample "$TOKENS" \
+    "${MODEL_ARGS[@]}" --finetune-from-model "$WORK/start.pt" --tokens-per-sample "$TOKENS" \
     --batch-size "$BATCH" --required-batch-size-multiple 1 \
     --optimizer adam --adam-betas '(0.9, 0.98)' --adam-eps 1e-6 --weight-decay 0.01 --clip-norm 0.0 \
     --lr "$LR" --lr-scheduler fixed --warmup-updates "$WARMUP" "${stop[@]}" \

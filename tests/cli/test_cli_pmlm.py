@@ -135,3 +135,29 @@ def test_fairseq_train_with_checkpoint_activations(data_bin, tmp_path):
     assert all(torch.isfinite(torch.tensor(r["loss"])) for r in records)
     state = checkpoint_utils.load_checkpoint_to_cpu(str(tmp_path / "checkpoint_last.pt"))
     assert state["cfg"].model.checkpoint_activations is True
+
+
+def test_a_run_started_from_a_training_checkpoint_counts_only_its_own_time(data_bin, tmp_path):
+    """fairseq carries a checkpoint's training time into a run started from it with --finetune-from-model,
+    so --stop-time-hours counted the earlier run's hours too: continue_pretraining.sh with MINUTES, started
+    from an earlier run's checkpoint_last.pt, stopped before its first update. ``scripts/pack_weights.py
+    start`` gives that checkpoint's weights without the run's state, and the new run trains."""
+    first = tmp_path / "first"
+    run_cli(["fairseq-train", str(data_bin / "bin"), *TRAIN_COMMON, "--cpu", "--max-update", "5",
+             "--save-dir", str(first)])  # fmt: skip
+    state = torch.load(first / "checkpoint_last.pt", weights_only=True)
+    state["extra_state"]["previous_training_time"] = 7200.0  # as after two hours of training
+    torch.save(state, tmp_path / "long.pt")
+
+    def updates_from(start, save):
+        run = run_cli(["fairseq-train", str(data_bin / "bin"), *TRAIN_COMMON, "--cpu", "--max-update", "5",
+                       "--stop-time-hours", "1", "--finetune-from-model", str(start),
+                       "--save-dir", str(tmp_path / save)])  # fmt: skip
+        return [record["num_updates"] for record in train_records(run.stderr + run.stdout)]
+
+    assert updates_from(tmp_path / "long.pt", "as_is") == []  # fairseq's own behaviour
+    run_cli(["python", "scripts/pack_weights.py", "start", str(tmp_path / "long.pt"),
+             str(tmp_path / "start.pt")])  # fmt: skip
+    assert updates_from(tmp_path / "start.pt", "started") == [5]
+    started = torch.load(tmp_path / "start.pt", weights_only=True)
+    assert "previous_training_time" not in started["extra_state"] and started["last_optimizer_state"] is None

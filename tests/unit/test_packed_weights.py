@@ -135,3 +135,29 @@ def test_unpack_keeps_the_base_pooler_when_the_packed_weights_have_none(tmp_path
     torch.save({"model": {**base, "other.weight": torch.zeros(2)}}, tmp_path / "base.pt")
     assert pack_weights.main(argv) == 1
     assert "1 weights missing (first ['other.weight'])" in capsys.readouterr().err
+
+
+def test_start_keeps_the_weights_and_origin_and_drops_the_run_state(tmp_path, capsys):
+    """A training run's checkpoint becomes a start without its optimizer state, data position, meters and
+    training time; a converted model (no run state) is linked, not copied; a second call replaces the
+    first."""
+    origin = {"model_dir": "/models/minilm", "model_type": "bert"}
+    run_state = {"train_iterator": {"epoch": 3}, "previous_training_time": 4716.0, "metrics": {}, "best": 5.1,
+                 "val_loss": 5.1}  # fmt: skip
+    trained = {"model": toy_state(), "cfg": {"kept": True}, "optimizer_history": [{"num_updates": 396}],
+               "last_optimizer_state": {"state": {}},
+               "extra_state": {ORIGIN_KEY: origin, **run_state}}  # fmt: skip
+    torch.save(trained, tmp_path / "checkpoint_last.pt")
+    torch.save({"model": toy_state(), "extra_state": {ORIGIN_KEY: origin}}, tmp_path / "model.pt")
+    out = tmp_path / "work" / "start.pt"
+    argv = ["start", str(tmp_path / "model.pt"), str(out)]
+    assert pack_weights.main(argv) == 0 and os.path.realpath(out) == str(tmp_path / "model.pt")
+    assert pack_weights.main(["start", str(tmp_path / "checkpoint_last.pt"), str(out)]) == 0
+    assert not os.path.islink(out)
+    start = torch.load(out, weights_only=True)
+    assert start["extra_state"] == {ORIGIN_KEY: origin} and start["last_optimizer_state"] is None
+    assert start["cfg"] == {"kept": True} and start["optimizer_history"] == [{"num_updates": 396}]
+    assert torch.equal(start["model"]["layer.weight"], toy_state()["layer.weight"])
+    assert "396 updates, 1.31 h of training" in capsys.readouterr().err
+    assert pack_weights.main(argv) == 0 and os.path.islink(out)
+    assert pack_weights.main(["start", str(tmp_path / "none.pt"), str(out)]) == 1
