@@ -43,9 +43,9 @@ from unilm_fairseq.scoring.bootstrap import (
 )
 from unilm_fairseq.scoring.metrics import (
     DETOKENIZERS,
-    GENERATE_LINE,
     ROUGE_BACKENDS,
     detokenize,
+    read_generate_output,
     rouge_pair_scores,
     rouge_scores,
 )
@@ -69,13 +69,7 @@ def first_sentence(text: str) -> str:
 
 def generated_hypotheses(lines: List[str], count: int) -> List[str]:
     """The best hypothesis of each id ``0..count-1`` of a ``fairseq-generate`` log."""
-    found: Dict[str, Dict[int, str]] = {"H": {}, "D": {}}
-    for line in lines:
-        match = GENERATE_LINE.match(line)
-        if match is None or match.group(1) == "T":
-            continue
-        found[match.group(1)].setdefault(int(match.group(2)), match.group(3).partition("\t")[2])
-    hyps = found["D"] or found["H"]
+    hyps = read_generate_output(lines).hypotheses
     missing = [i for i in range(count) if i not in hyps]
     if missing:
         raise ValueError(

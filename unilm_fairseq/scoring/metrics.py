@@ -15,7 +15,7 @@ looks in this checkout's ``.venv/nltk_data``, so an interpreter outside the venv
 import os
 import re
 import sys
-from typing import Dict, List, Optional, Sequence, Tuple
+from typing import Dict, List, NamedTuple, Optional, Sequence, Tuple
 
 from ..encoders.wordpiece_tokenizer import detokenize_wordpiece
 from .pairs import check_pairs
@@ -188,14 +188,19 @@ GENERATE_LINE = re.compile(r"^([HDT])-(\d+)\t(.*)$")
 TRANSLATED_LINE = re.compile(r"\| Translated ([\d,]+) sentences")  # fairseq-generate's closing log line
 
 
-def parse_generate_output(lines: List[str]) -> Tuple[List[str], List[str]]:
-    """(hypotheses, targets) in id order from ``fairseq-generate`` output lines.
+class GenerateOutput(NamedTuple):
+    """What a ``fairseq-generate`` log holds, by sample id."""
 
-    ``H-<id>\\t<score>\\t<text>`` and ``D-<id>\\t<score>\\t<text>`` hold hypotheses (n-best: the first
-    per id is the best), ``T-<id>\\t<text>`` the target. The ids must be those of a whole split, 0 to N-1,
-    and agree with the closing "Translated N sentences" line where the output has one: a log cut short,
-    or a split whose samples fairseq skipped (``--skip-invalid-size-inputs-valid-test``), would otherwise
-    be scored as a different test set without a word.
+    hypotheses: Dict[int, str]  # the best per id: the D-<id> (detokenized) lines, else the H-<id> lines
+    targets: Dict[int, str]  # the T-<id> lines
+    translated: Optional[int]  # the closing "Translated N sentences" line's N, None without one
+
+
+def read_generate_output(lines: List[str]) -> GenerateOutput:
+    """The hypotheses and targets of ``fairseq-generate`` output lines, by id.
+
+    ``H-<id>\t<score>\t<text>`` and ``D-<id>\t<score>\t<text>`` hold hypotheses (n-best: the first per
+    id is the best), ``T-<id>\t<text>`` the target. Each caller checks the ids against what it scores.
     """
     translated = None
     found: Dict[str, Dict[int, str]] = {"H": {}, "D": {}, "T": {}}
@@ -209,16 +214,27 @@ def parse_generate_output(lines: List[str]) -> Tuple[List[str], List[str]]:
         kind, sample_id, rest = match.group(1), int(match.group(2)), match.group(3)
         text = rest if kind == "T" else rest.partition("\t")[2]  # drop the score
         found[kind].setdefault(sample_id, text)
-    hyps = found["D"] or found["H"]
+    return GenerateOutput(found["D"] or found["H"], found["T"], translated)
+
+
+def parse_generate_output(lines: List[str]) -> Tuple[List[str], List[str]]:
+    """(hypotheses, targets) in id order from ``fairseq-generate`` output lines (``read_generate_output``).
+
+    The ids must be those of a whole split, 0 to N-1, and agree with the closing "Translated N sentences"
+    line where the output has one: a log cut short, or a split whose samples fairseq skipped
+    (``--skip-invalid-size-inputs-valid-test``), would otherwise be scored as a different test set without
+    a word.
+    """
+    hyps, targets, translated = read_generate_output(lines)
     if not hyps:
         raise ValueError("no H-<id> or D-<id> lines: is this fairseq-generate output?")
-    missing = sorted(set(hyps) - set(found["T"]))
+    missing = sorted(set(hyps) - set(targets))
     if missing:
         raise ValueError(f"{len(missing)} hypotheses have no T-<id> target line (first id {missing[0]})")
-    unanswered = sorted(set(found["T"]) - set(hyps))
+    unanswered = sorted(set(targets) - set(hyps))
     if unanswered:  # a cut-short log: scoring the rest would quietly report a different test set
         raise ValueError(
-            f"{len(unanswered)} of {len(found['T'])} targets have no hypothesis (first id {unanswered[0]}): "
+            f"{len(unanswered)} of {len(targets)} targets have no hypothesis (first id {unanswered[0]}): "
             "was generation cut short?"
         )
     ids = sorted(hyps)
@@ -233,4 +249,4 @@ def parse_generate_output(lines: List[str]) -> Tuple[List[str], List[str]]:
             "was cut short or skipped samples (--skip-invalid-size-inputs-valid-test), and scoring the rest "
             "would score another test set"
         )
-    return [hyps[i] for i in ids], [found["T"][i] for i in ids]
+    return [hyps[i] for i in ids], [targets[i] for i in ids]
