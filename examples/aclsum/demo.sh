@@ -13,16 +13,19 @@
 # whose target is its three aspect summaries (100 / 50 / 100 pairs; scripts/prepare_aclsum.py --joined), a
 # three-sentence summary that finetune.sh's MAX_TGT rule keeps whole; every other setting (UPDATES,
 # MINUTES, LR, BATCH, BEAM, START, ...) is examples/s2s_ft/finetune.sh's, which does the work. START picks
-# the starting weights: continued (default: the MiniLM after 822 updates of PMLM pre-training, AE objective,
-# on the corpus of scripts/build_pretraining_corpus.py; docs/results.md) or released (the MiniLM as released;
-# give it with a MODEL_DIR of another model, since the shipped weights are the MiniLM's).
+# the starting weights: continued (the default: the MiniLM after this project's PMLM pre-training, AE
+# objective, on the corpus of scripts/build_pretraining_corpus.py, 822 updates on a GPU and 832 on the CPU;
+# docs/results.md) or released (the MiniLM as released; the default with a MODEL_DIR of another model or a
+# PRETRAINED checkpoint, since the shipped weights are the MiniLM's).
 set -euo pipefail
-case "${1:-}" in -h | --help) sed -n '2,18p' "$0"; exit 0 ;; esac  # usage, before any work
+case "${1:-}" in -h | --help) sed -n '2,19p' "$0"; exit 0 ;; esac  # usage, before any work
 REPO=$(cd "$(dirname "$0")/../.." && pwd)
 WORK=${1:-work/aclsum}
 shift $(( $# > 0 ? 1 : 0 ))
 # shellcheck source=examples/aclsum/common.sh
 . "$REPO/examples/aclsum/common.sh"
+# the shipped weights fit the MiniLM only: another MODEL_DIR, or a PRETRAINED start, keeps its own weights
+if [ -z "${START:-}" ] && { [ -n "${MODEL_DIR:-}" ] || [ -n "${PRETRAINED:-}" ]; }; then START=released; fi
 : "${TEST_PAIRS:=}" "${START:=continued}" "${JOINED:=0}"
 need_choice START continued released
 need_choice JOINED 0 1

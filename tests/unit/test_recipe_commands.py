@@ -261,7 +261,9 @@ SCENARIOS = [
     Scenario("examples/glue/glue.sh", "CoLA", ("CoLA", "{TMP}/glue", "{TMP}/work"),
              {"SPM": "{TMP}/spm.model", "LOWERCASE": "0"}, {"glue/x": "", **glue_raw("input0", "label")}),
     # ---------------------------------------------------------- ACLSum (pip install aclsum: a stand-in)
-    Scenario("examples/aclsum/demo.sh", "", ("{TMP}/work",), {"CPU": "1", "MODEL_DIR": "{TMP}/hf"},
+    # MODEL_DIR stands in for the installed MiniLM; START=continued keeps the default start's commands
+    Scenario("examples/aclsum/demo.sh", "", ("{TMP}/work",),
+             {"CPU": "1", "MODEL_DIR": "{TMP}/hf", "START": "continued"},
              {**text_pairs("work/data", 100), **model_folder("work/run/model"),
               **finetune_outputs("work/run")}),
     Scenario("examples/aclsum/demo.sh", "released", ("{TMP}/work", *EXTRA),
@@ -269,10 +271,11 @@ SCENARIOS = [
              {**text_pairs("work/data", 100), **model_folder("work/run/model"),
               **finetune_outputs("work/run")}),
     Scenario("examples/aclsum/demo.sh", "joined", ("{TMP}/work",),
-             {"CPU": "1", "MODEL_DIR": "{TMP}/hf", "JOINED": "1"},
+             {"CPU": "1", "MODEL_DIR": "{TMP}/hf", "START": "continued", "JOINED": "1"},
              {**text_pairs("work/data", 100), **model_folder("work/run/model"),
               **finetune_outputs("work/run")}),
-    Scenario("examples/aclsum/seeds.sh", "", ("{TMP}/work", "1", "2"), {"CPU": "1", "MODEL_DIR": "{TMP}/hf"},
+    Scenario("examples/aclsum/seeds.sh", "", ("{TMP}/work", "1", "2"),
+             {"CPU": "1", "MODEL_DIR": "{TMP}/hf", "START": "continued"},
              {name: content for seed in (1, 2) for name, content in
               {**text_pairs(f"work/seed{seed}/data", 100), **model_folder(f"work/seed{seed}/run/model"),
                **finetune_outputs(f"work/seed{seed}/run")}.items()}),
@@ -533,3 +536,19 @@ def test_ckpt_names_best_or_last(tmp_path, recipe, ckpt):
     commands = run_scenario(Scenario(recipe, "", S2S_ARGS, {**env, "CKPT": ckpt}, files), str(tmp_path))
     generate = next(line for line in commands.splitlines() if line.startswith("fairseq-generate"))
     assert f" --path <TMP>/work/checkpoints/checkpoint_{ckpt}.pt " in generate
+
+
+def test_aclsum_demo_with_another_model_keeps_its_own_weights(tmp_path):
+    """The shipped weights fit the MiniLM only: with a MODEL_DIR of another model and no START, the main job
+    starts from that model's own weights (as finetune.sh does) instead of failing on the unpack's shapes."""
+    base = next(s for s in SCENARIOS if s.recipe == "examples/aclsum/demo.sh" and s.name == "")
+    env = {name: value for name, value in base.env.items() if name != "START"}
+    proc = run_scenario_process(base._replace(env=env), str(tmp_path))
+    assert proc.returncode == 0, proc.stderr
+    commands = (tmp_path / "commands.log").read_text()
+    assert "convert_hf_checkpoint.py" in commands and "pack_weights.py unpack" not in commands
+    with_start = run_scenario_process(base, str(tmp_path / "continued"))
+    assert (
+        with_start.returncode == 0
+        and "pack_weights.py unpack" in (tmp_path / "continued" / "commands.log").read_text()
+    )
