@@ -23,8 +23,9 @@
 # environment variable of a setting's name overrides it:
 #   METHOD      s2s-ft method: pseudo_masked | masked | causal
 #   UPDATES     training updates; the learning rate decays linearly to 0 over them (Table 7's schedule).
-#               The main job takes 520 s with the default on 2 idle cores; from the released MiniLM 400
-#               updates scored a little higher, from the continued start not (docs/results.md, the budget curve)
+#               The main job took 520 s with the default on 2 idle cores (from the released MiniLM, where 400
+#               updates scored a little higher; from the 822-update continued weights they did not:
+#               docs/results.md, the budget curve)
 #   MIN_EPOCHS  the fewest passes over the training pairs: unless UPDATES is set, it rises to MIN_EPOCHS x
 #               ceil(pairs / BATCH) where that is more, so a larger data set gets more updates (0: off)
 #   BATCH       pairs per update     LR  peak learning rate     WARMUP  warm-up updates
