@@ -1,5 +1,6 @@
 #!/usr/bin/env python
-"""Pack a checkpoint's weights small enough for the repository, or put packed weights into a checkpoint.
+"""Pack a checkpoint's weights small enough for the repository, put packed weights into a checkpoint, or
+make a training run's checkpoint the start of another run.
 
     python scripts/pack_weights.py pack CHECKPOINT OUT.pt.xz
     python scripts/pack_weights.py unpack PACKED.pt.xz BASE_MODEL.pt OUT_MODEL.pt
