@@ -199,8 +199,8 @@ class GenerateOutput(NamedTuple):
 def read_generate_output(lines: List[str]) -> GenerateOutput:
     """The hypotheses and targets of ``fairseq-generate`` output lines, by id.
 
-    ``H-<id>\t<score>\t<text>`` and ``D-<id>\t<score>\t<text>`` hold hypotheses (n-best: the first per
-    id is the best), ``T-<id>\t<text>`` the target. Each caller checks the ids against what it scores.
+    ``H-<id>\\t<score>\\t<text>`` and ``D-<id>\\t<score>\\t<text>`` hold hypotheses (n-best: the first per
+    id is the best), ``T-<id>\\t<text>`` the target. Each caller checks the ids against what it scores.
     """
     translated = None
     found: Dict[str, Dict[int, str]] = {"H": {}, "D": {}, "T": {}}
