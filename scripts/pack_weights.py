@@ -95,6 +95,9 @@ def start(checkpoint: str, output: str) -> None:
     """``output``: ``checkpoint`` without a training run's state, or a link to it when it has none."""
     state = load_checkpoint(checkpoint)
     extra = state.get("extra_state") or {}
+    # a link left by an earlier call is replaced; the checkpoint itself must not be
+    if os.path.exists(output) and not os.path.islink(output) and os.path.samefile(checkpoint, output):
+        raise ValueError(f"{output} is {checkpoint}: give the start another path (it would be replaced)")
     if os.path.lexists(output):
         os.remove(output)
     os.makedirs(os.path.dirname(os.path.abspath(output)), exist_ok=True)

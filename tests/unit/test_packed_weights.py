@@ -161,3 +161,20 @@ def test_start_keeps_the_weights_and_origin_and_drops_the_run_state(tmp_path, ca
     assert "396 updates, 1.31 h of training" in capsys.readouterr().err
     assert pack_weights.main(argv) == 0 and os.path.islink(out)
     assert pack_weights.main(["start", str(tmp_path / "none.pt"), str(out)]) == 1
+
+
+def test_start_refuses_to_write_over_its_checkpoint(tmp_path, capsys):
+    """OUT naming the checkpoint itself, directly or through a link to it, is an error that leaves the
+    checkpoint whole; a link to it left by an earlier call is still replaced."""
+    trained = {"model": toy_state(), "last_optimizer_state": {"state": {}},
+               "extra_state": {"previous_training_time": 60.0}}  # fmt: skip
+    checkpoint = tmp_path / "checkpoint_last.pt"
+    torch.save(trained, checkpoint)
+    os.symlink(checkpoint, tmp_path / "model.pt")
+    for source in (checkpoint, tmp_path / "model.pt"):
+        assert pack_weights.main(["start", str(source), str(checkpoint)]) == 1
+        assert "give the start another path" in capsys.readouterr().err
+        assert torch.load(checkpoint, weights_only=True)["last_optimizer_state"] == {"state": {}}
+    assert pack_weights.main(["start", str(checkpoint), str(tmp_path / "model.pt")]) == 0
+    assert not os.path.islink(tmp_path / "model.pt")
+    assert torch.load(checkpoint, weights_only=True)["last_optimizer_state"] == {"state": {}}
