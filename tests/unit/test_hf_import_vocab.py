@@ -81,6 +81,22 @@ def test_a_fairseq_dictionary_written_one_per_line_keeps_its_words_as_candidates
     assert random_token_candidates(bert, bert.index("[MASK]")).tolist() == [bert.index(w) for w in WORDS]
 
 
+def test_specials_listed_after_the_words_leave_every_word_a_candidate(tmp_path, caplog):
+    """A vocabulary with its special tokens on its last lines opens no special range (nspecial 0), and the
+    specials themselves are never random replacements; specials among the words reserve the words before
+    them, which is logged."""
+    specials = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
+    d = load_dictionary_with_mask(write_vocab(tmp_path / "last.txt", WORDS + specials))
+    assert d.nspecial == 0 and (d.pad(), d.index("<mask>")) == (len(WORDS), len(WORDS) + 4)
+    assert random_token_candidates(d, d.index("<mask>")).tolist() == list(range(len(WORDS)))
+    assert not [r for r in caplog.records if r.levelname == "WARNING"]
+    lines = WORDS[:2] + specials + WORDS[2:]
+    with caplog.at_level("WARNING", logger="unilm_fairseq.data.dictionary"):
+        d = load_dictionary_with_mask(write_vocab(tmp_path / "among.txt", lines))
+    assert d.nspecial == 7 and "2 tokens below the special token '[MASK]' (id 6), first 'the'" in caplog.text
+    assert random_token_candidates(d, d.index("<mask>")).tolist() == list(range(7, len(lines)))
+
+
 def test_random_replacement_needs_a_word(tmp_path):
     only_specials = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
     d = load_dictionary_with_mask(write_vocab(tmp_path / "vocab.txt", only_specials))

@@ -45,6 +45,11 @@ def read_token_list(lines: Sequence[str]) -> Optional[List[str]]:
     return tokens
 
 
+def is_reserved_looking(token: str) -> bool:
+    """``[unused0]``, ``<pad>``, ``<0x0A>``: a token in brackets, the form special and reserved slots take."""
+    return len(token) > 2 and (token[0], token[-1]) in {("[", "]"), ("<", ">")}
+
+
 class TokenListDictionary(Dictionary):
     """A fairseq dictionary over a one-token-per-line vocabulary: id == line number.
 
@@ -58,9 +63,10 @@ class TokenListDictionary(Dictionary):
 
     ``nspecial`` is one past the highest special id (``[MASK]`` = 103 in BERT's
     vocabulary): ids below it (specials and ``[unused*]``) are never drawn as
-    random replacement tokens. A special token on the last line (a ``<mask>``
-    fairseq appended after the words) does not count: it would make every word
-    special.
+    random replacement tokens. Special tokens on the last lines (a ``<mask>``
+    fairseq appended after the words, or specials listed after the words) do not
+    count: they would make every word special. A word below ``nspecial`` (a
+    vocabulary with its specials among the words) is logged.
     """
 
     def __init__(self, tokens: Sequence[str], specials: Dict[str, str]):
@@ -87,11 +93,21 @@ class TokenListDictionary(Dictionary):
         self.unk_index = self.indices[self.unk_word]
         self.aliases = {FAIRSEQ_ROLES[role]: self.indices[token] for role, token in specials.items()}
         special_ids = set(self.aliases.values())
-        if len(special_ids) > 1 and max(special_ids) == len(self.symbols) - 1:
-            # a mask token appended after the words (fairseq's <mask>, written back one per line) ends the
-            # vocabulary and opens no special range: the words before it stay candidates
-            special_ids.discard(len(self.symbols) - 1)
-        self.nspecial = 1 + max(special_ids)
+        # special tokens that end the vocabulary (fairseq's <mask> appended after the words and written back
+        # one per line, or a vocabulary that lists its specials last) open no special range: the words
+        # before them stay candidates (random_token_candidates leaves the specials themselves out)
+        end = len(self.symbols)
+        while end > 0 and end - 1 in special_ids:
+            end -= 1
+        leading = [i for i in special_ids if i < end]
+        self.nspecial = 1 + max(leading) if leading else 0
+        reserved = [t for t in self.symbols[: self.nspecial] if not is_reserved_looking(t)]
+        if reserved:
+            logger.warning(
+                "%d tokens below the special token %r (id %d), first %r, are never drawn as random "
+                "replacements: ids below the highest special id count as reserved",
+                len(reserved), self.symbols[self.nspecial - 1], self.nspecial - 1, reserved[0],
+            )  # fmt: skip
 
     @classmethod
     def from_tokens(cls, tokens: Sequence[str], source: str = "vocabulary") -> "TokenListDictionary":

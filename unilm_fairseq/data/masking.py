@@ -28,8 +28,11 @@ class MaskingConfig:
 
 
 def random_token_candidates(dictionary, mask_idx: int) -> np.ndarray:
-    """``(V',)`` ids a random replacement is drawn from: every symbol but the specials and the mask."""
-    candidates = np.array([i for i in range(dictionary.nspecial, len(dictionary)) if i != mask_idx])
+    """``(V',)`` ids a random replacement is drawn from: every symbol from ``nspecial`` on but the special
+    tokens (the mask, and any a one-token-per-line vocabulary lists after its words)."""
+    specials = {mask_idx, dictionary.bos(), dictionary.pad(), dictionary.eos(), dictionary.unk()}
+    specials.update(getattr(dictionary, "aliases", {}).values())
+    candidates = np.array([i for i in range(dictionary.nspecial, len(dictionary)) if i not in specials])
     if len(candidates) == 0:
         raise ValueError(
             f"no token to draw random replacements from: the dictionary's {len(dictionary)} ids are all "
