@@ -10,8 +10,8 @@ Each ``WORK/seedN`` holds the main job's folders: ``data/`` (the references and 
 and ``run/`` (``test.hyp``, the outputs as scored, and ``logs/train.log``), as ``seeds.sh`` or ``SEED=N
 finetune.sh WORK/seedN/data WORK/seedN/run`` leave them. The last rows compare with a baseline
 (``data/test.NAME.hyp``, ``--baseline``; default positional) on the same pairs: per seed, the difference
-and the paired bootstrap's p (the share of resamples where the model is not ahead), and for the seeds
-together, each pair's score averaged over the seeds against the baseline's.
+and the paired bootstrap's p (the share of resamples where the difference does not keep its sign), and for
+the seeds together, each pair's score averaged over the seeds against the baseline's.
 
 ``--against OTHER`` sets the seeds against those of another folder laid out the same way (another start,
 recipe or setting, with the same test pairs and seed numbers): per seed that both have, the differences of
@@ -35,7 +35,7 @@ from unilm_fairseq.scoring.bootstrap import mean_interval, paired_comparison, re
 from unilm_fairseq.scoring.metrics import rouge_pair_scores
 
 COLUMNS = (("rouge1", "ROUGE-1"), ("rouge2", "ROUGE-2"), ("rougeL", "ROUGE-L"))
-VALID_NLL = re.compile(r"valid on 'valid' subset \| loss [\d.]+ \| nll_loss ([\d.]+) \|.*num_updates (\d+)")
+VALID_NLL = re.compile(r"valid on 'valid' subset \| loss ([\d.]+) \| nll_loss ([\d.]+) \|.*num_updates (\d+)")
 DEFAULT_BASELINE = "positional"
 
 
@@ -50,12 +50,15 @@ def seed_folders(work: str):
 
 
 def best_valid_nll(log_path: str):
-    """The lowest validation NLL (bits) in a fairseq-train log and its update, or None."""
+    """The validation NLL (bits) of the checkpoint ``CKPT=best`` decodes, and its update, or None: fairseq's
+    checkpoint_best.pt has the lowest validation loss (label-smoothed, so not always the lowest NLL), the
+    later of equal ones."""
     if not os.path.isfile(log_path):
         return None
     with open(log_path, encoding="utf-8") as f:
         found = VALID_NLL.findall(f.read())
-    return min(((float(nll), int(update)) for nll, update in found), default=None)
+    best = min(((float(loss), -int(update), float(nll)) for loss, nll, update in found), default=None)
+    return None if best is None else (best[2], -best[1])
 
 
 def spread(values):
@@ -232,7 +235,7 @@ def main(argv=None) -> int:
     print(
         f"\n{name} baseline: " + " / ".join(f"{base[key]:.2f}" for key, _ in COLUMNS)
         + f"; p: the share of {args.resamples} paired bootstrap resamples of the test pairs in which the "
-        "model is not ahead of it"
+        "difference from it does not keep its sign"
     )  # fmt: skip
     if other is not None:
         print_comparison(args.against, other, args.resamples)

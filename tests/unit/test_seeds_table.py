@@ -138,3 +138,13 @@ def test_seeds_script_checks_its_seeds_before_any_work(tmp_path):
     assert not (tmp_path / "work").exists()
     usage = subprocess.run(["bash", script, "-h"], capture_output=True, text=True, cwd=tmp_path)
     assert usage.returncode == 0 and "SEED ..." in usage.stdout and list(tmp_path.iterdir()) == []
+
+
+def test_valid_nll_is_the_decoded_checkpoints(tmp_path):
+    """The NLL reported is that of checkpoint_best.pt, the lowest label-smoothed validation loss (the later
+    of equal ones), which need not be the lowest NLL."""
+    log = tmp_path / "train.log"
+    rows = [(7.10, 5.90, 200), (7.05, 5.95, 250), (7.20, 5.85, 300), (7.05, 5.96, 350)]
+    log.write_text("".join(VALID_LINE.format(loss=loss, nll=nll, update=u) for loss, nll, u in rows))
+    assert seeds_table.best_valid_nll(str(log)) == (5.96, 350)
+    assert seeds_table.best_valid_nll(str(tmp_path / "none.log")) is None
