@@ -45,7 +45,7 @@ from unilm_fairseq.scoring.metrics import (
     DETOKENIZERS,
     ROUGE_BACKENDS,
     detokenize,
-    read_generate_output,
+    hypotheses_in_line_order,
     rouge_pair_scores,
     rouge_scores,
 )
@@ -65,21 +65,6 @@ def named_path(value: str) -> Tuple[str, str]:
 def first_sentence(text: str) -> str:
     """The text up to its first sentence end (".", "!" or "?" followed by a space); all of it if none."""
     return SENTENCE_END.split(text.strip(), maxsplit=1)[0]
-
-
-def generated_hypotheses(lines: List[str], count: int) -> List[str]:
-    """The best hypothesis of each id ``0..count-1`` of a ``fairseq-generate`` log."""
-    hyps = read_generate_output(lines).hypotheses
-    missing = [i for i in range(count) if i not in hyps]
-    if missing:
-        raise ValueError(
-            f"{len(missing)} of {count} test pairs have no hypothesis (first id {missing[0]}): "
-            "generation dropped or skipped them"
-        )
-    extra = sorted(set(hyps) - set(range(count)))
-    if extra:
-        raise ValueError(f"hypothesis id {extra[0]} is beyond the {count} references")
-    return [hyps[i] for i in range(count)]
 
 
 def parse_args(argv=None) -> argparse.Namespace:
@@ -163,7 +148,7 @@ def main(argv=None) -> int:
                 raise ValueError(f"{path} has {len(hyps)} lines but {args.ref} has {len(refs)}")
             systems[name] = hyps
         for name, path in args.generated:
-            hyps = generated_hypotheses(read_lines(path), len(refs))
+            hyps = hypotheses_in_line_order(read_lines(path), len(refs))
             systems[name] = [detokenize(h, args.detok) for h in hyps]
     except (OSError, ValueError, PerlRougeUnavailableError) as err:
         print(f"error: {err}", file=sys.stderr)

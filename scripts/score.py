@@ -11,10 +11,16 @@ prints each score's 95% confidence interval; see ``unilm_fairseq/scoring/perl_ro
 (``unilm_fairseq/scoring/bootstrap.py``; ``scripts/rouge_table.py --bootstrap`` also compares systems).
 
 ``--generate-output`` reads a ``fairseq-generate`` log: hypotheses from its ``D-<id>`` lines (its
-``H-<id>`` lines when there are no ``D-`` lines), the first one per id, references from its ``T-<id>``
-lines, in id order. ``--detok`` joins subwords of hypotheses and ``T-`` targets (written with the same
-dictionary); a ``--ref`` file is taken as written unless ``--detok-ref`` is given. METEOR needs WordNet
-(``bash scripts/setup_wordnet.sh``); without it the other metrics are still reported.
+``H-<id>`` lines when there are no ``D-`` lines), the first one per id, in id order; references from its
+``T-<id>`` lines, or, with ``--ref``, from that file (line N is the reference of id N; every line needs a
+hypothesis). ``T-`` lines are the targets as the model was trained on them: cut to
+``--max-target-positions`` and with ``<[UNK]>`` for unknown words, so a file of whole references is the
+fairer test. ``--detok`` joins subwords of hypotheses and ``T-`` targets (written with the same
+dictionary); a ``--ref`` file is taken as written unless ``--detok-ref`` (the same joining) or
+``--ref-detok KIND`` (its own: sentencepiece pieces of a file against hypotheses that fairseq-generate's
+``--post-process`` already joined) is given. Unknown-word tokens (``[UNK]``, ``<unk>``) are dropped from the
+hypotheses: no scorer should count one as a word. METEOR needs WordNet (``bash scripts/setup_wordnet.sh``);
+without it the other metrics are still reported.
 """
 
 import argparse
@@ -37,6 +43,8 @@ from unilm_fairseq.scoring.metrics import (
     bleu4,
     check_pairs,
     detokenize,
+    drop_unknown_words,
+    hypotheses_in_line_order,
     meteor,
     parse_generate_output,
     rouge_pair_scores,
@@ -74,8 +82,12 @@ def parse_args(argv=None) -> argparse.Namespace:
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("--hyp", help="hypotheses, one per line")
-    parser.add_argument("--ref", help="references, one per line, parallel to --hyp")
-    parser.add_argument("--generate-output", help="a fairseq-generate log instead of --hyp/--ref")
+    parser.add_argument(
+        "--ref", help="references, one per line, parallel to --hyp (or to --generate-output's ids)"
+    )
+    parser.add_argument(
+        "--generate-output", help="a fairseq-generate log instead of --hyp; its T- lines unless --ref"
+    )
     parser.add_argument(
         "--detok",
         choices=list(DETOKENIZERS),
@@ -83,6 +95,9 @@ def parse_args(argv=None) -> argparse.Namespace:
         help="join subwords of hypotheses (and T- targets)",
     )
     parser.add_argument("--detok-ref", action="store_true", help="apply --detok to the --ref file too")
+    parser.add_argument(
+        "--ref-detok", choices=list(DETOKENIZERS), help="join subwords of the --ref file this way instead"
+    )
     parser.add_argument(
         "--metrics",
         type=metric_list,
@@ -106,11 +121,14 @@ def parse_args(argv=None) -> argparse.Namespace:
     parser.add_argument("--json", help="also write the scores (x100) to this JSON file")
     args = parser.parse_args(argv)
     check_bootstrap_options(parser, args)
-    has_files = (args.hyp is not None, args.ref is not None)
-    if args.generate_output is not None and any(has_files):
-        parser.error("give --generate-output or --hyp/--ref, not both")
-    if args.generate_output is None and not all(has_files):
+    if args.generate_output is not None and args.hyp is not None:
+        parser.error("give --generate-output or --hyp, not both")
+    if args.generate_output is None and (args.hyp is None or args.ref is None):
         parser.error("give both --hyp and --ref (or --generate-output)")
+    if args.detok_ref and args.ref_detok:
+        parser.error("give --detok-ref or --ref-detok, not both")
+    if args.ref is None and (args.detok_ref or args.ref_detok):
+        parser.error("--detok-ref and --ref-detok need --ref")
     missing = missing_output_folder([("--json", args.json)])
     if missing:
         parser.error(missing)  # found before scoring, not after
@@ -118,16 +136,27 @@ def parse_args(argv=None) -> argparse.Namespace:
 
 
 def load_pairs(args: argparse.Namespace) -> Tuple[List[str], List[str]]:
-    if args.generate_output is not None:
+    if args.generate_output is not None and args.ref is None:
         hyps, refs = parse_generate_output(read_lines(args.generate_output))
         refs = [detokenize(r, args.detok) for r in refs]
     else:
-        hyps, refs = read_lines(args.hyp), read_lines(args.ref)
-        if len(hyps) != len(refs):
-            raise ValueError(f"{args.hyp} has {len(hyps)} lines but {args.ref} has {len(refs)}")
-        if args.detok_ref:
-            refs = [detokenize(r, args.detok) for r in refs]
+        refs = read_lines(args.ref)
+        if args.generate_output is not None:
+            try:
+                hyps = hypotheses_in_line_order(read_lines(args.generate_output), len(refs))
+            except ValueError as err:
+                raise ValueError(f"{args.generate_output} against {args.ref}: {err}") from None
+        else:
+            hyps = read_lines(args.hyp)
+            if len(hyps) != len(refs):
+                raise ValueError(f"{args.hyp} has {len(hyps)} lines but {args.ref} has {len(refs)}")
+        ref_detok = args.detok if args.detok_ref else args.ref_detok
+        if ref_detok:
+            refs = [detokenize(r, ref_detok) for r in refs]
     check_pairs(hyps, refs)  # nothing to score, or unequal counts: one line, before any scoring
+    hyps, dropped = drop_unknown_words(hyps)
+    if dropped:
+        print(f"dropped {dropped} unknown-word tokens ([UNK]) from the hypotheses", file=sys.stderr)
     hyps = [detokenize(h, args.detok) for h in hyps]
     if args.lowercase:
         hyps, refs = [h.lower() for h in hyps], [r.lower() for r in refs]

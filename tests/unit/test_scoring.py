@@ -22,6 +22,7 @@ from unilm_fairseq.scoring.metrics import (
     bleu4,
     detokenize_sentencepiece,
     detokenize_wordpiece,
+    drop_unknown_words,
     meteor,
     rouge_scores,
     split_sentences,
@@ -360,6 +361,44 @@ def test_score_script_on_generate_output(tmp_path):
     assert json.loads(out.read_text()) == pytest.approx(
         {"num_pairs": 3, "rouge_backend": "rouge-score", **expected}
     )
+
+
+def test_score_script_on_generate_output_against_whole_references(tmp_path):
+    """With --ref the references are the file's lines (id N is line N), not the T- lines that training cut
+    to --max-target-positions; --ref-detok joins the file's own pieces; a generated [UNK] is dropped
+    before scoring, so it cannot match the reference's unknown word."""
+    log = [*GENERATE_OUTPUT, "S-3\tsource three", "T-3\tthe <[UNK]> won", "H-3\t-0.4\tthe [UNK] lost",
+           "D-3\t-0.4\tthe [UNK] lost"]  # fmt: skip
+    words = ["the cat sat on the mat", "a man was", "at all here and there", "the [UNK] won"]
+    whole = [" ".join("\u2581" + w for w in line.split()) for line in words]
+    out = tmp_path / "scores.json"
+    gen = write(tmp_path / "gen.out", log)
+    run_score(["--generate-output", gen, "--ref", write(tmp_path / "test.tgt", whole), "--ref-detok",
+               "sentencepiece", "--metrics", "rouge,bleu", "--json", str(out)])  # fmt: skip
+    hyps = ["the cat sat <q> it was happy", "police arrested a man on friday", "", "the lost"]
+    refs = [detokenize_sentencepiece(r) for r in whole]
+    assert refs[2] == "at all here and there"  # longer than its T- line
+    expected = {name: 100 * value for name, value in rouge_scores(hyps, refs).items()}
+    expected["bleu4"] = bleu4(hyps, refs)
+    assert json.loads(out.read_text()) == pytest.approx(
+        {"num_pairs": 4, "rouge_backend": "rouge-score", **expected}
+    )
+    # the T- lines: the generated [UNK] no longer matches the escaped <[UNK]>
+    run_score(["--generate-output", gen, "--metrics", "rouge", "--json", str(out)])
+    t_refs = ["the cat sat on the mat <q> it was glad", "a man was arrested by police on friday",
+              "at all here", "the <[UNK]> won"]  # fmt: skip
+    assert json.loads(out.read_text())["rouge1"] == pytest.approx(100 * rouge_scores(hyps, t_refs)["rouge1"])
+    assert (
+        rouge_scores(["the [UNK] lost"], ["the <[UNK]> won"])["rouge1"]
+        > rouge_scores(["the lost"], ["the <[UNK]> won"])["rouge1"]
+    )
+
+
+def test_drop_unknown_words_takes_their_pieces_too():
+    hyps, dropped = drop_unknown_words(
+        ["the [UNK] ##s cat", "a ##b <unk> c", "as is", "[UNK] [UNK] ##x y ##z"]
+    )
+    assert hyps == ["the cat", "a ##b c", "as is", "y ##z"] and dropped == 4
 
 
 def test_score_script_without_wordnet_still_reports(tmp_path):

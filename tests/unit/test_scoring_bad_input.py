@@ -43,10 +43,30 @@ def run_score(argv):
         (["--hyp", "bad", "--ref", "two"], "error: bad:2: not UTF-8 (byte 0xff at column 1)"),
         (["--hyp", "one", "--ref", "missing"], "No such file or directory: 'missing'"),
         (["--generate-output", "cut.out"], "error: 1 of 2 targets have no hypothesis (first id 1)"),
+        (
+            ["--generate-output", "cut.out", "--ref", "two"],
+            "error: cut.out against two: 1 of 2 test pairs have",
+        ),
+        (
+            ["--generate-output", "cut.out", "--ref", "empty"],
+            "error: cut.out against empty: hypothesis id 0 is",
+        ),
     ],
 )
 def test_score_bad_input(files, argv, message):
     assert message in run_score(argv)
+
+
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["--generate-output", "cut.out", "--hyp", "one"], "give --generate-output or --hyp, not both"),
+        (["--generate-output", "cut.out", "--detok-ref"], "--detok-ref and --ref-detok need --ref"),
+        (["--hyp", "one", "--ref", "one", "--detok-ref", "--ref-detok", "none"], "not both"),
+    ],
+)
+def test_score_bad_options(files, capsys, argv, message):
+    assert run_score(argv) == "2" and message in capsys.readouterr().err
 
 
 @pytest.mark.parametrize(

@@ -250,3 +250,40 @@ def parse_generate_output(lines: List[str]) -> Tuple[List[str], List[str]]:
             "would score another test set"
         )
     return [hyps[i] for i in ids], [targets[i] for i in ids]
+
+
+def hypotheses_in_line_order(lines: List[str], count: int) -> List[str]:
+    """The best hypothesis of each id ``0..count-1`` of a ``fairseq-generate`` log, to score against a
+    reference file of ``count`` lines (the test pairs' ids are their line numbers)."""
+    hyps = read_generate_output(lines).hypotheses
+    missing = [i for i in range(count) if i not in hyps]
+    if missing:
+        raise ValueError(
+            f"{len(missing)} of {count} test pairs have no hypothesis (first id {missing[0]}): "
+            "generation dropped or skipped them"
+        )
+    extra = sorted(set(hyps) - set(range(count)))
+    if extra:
+        raise ValueError(f"hypothesis id {extra[0]} is beyond the {count} references")
+    return [hyps[i] for i in range(count)]
+
+
+# how a dictionary's unknown word is written: BERT's and fairseq's, and as fairseq-generate escapes them
+UNKNOWN_WORDS = frozenset({"[UNK]", "<unk>", "<[UNK]>", "<<unk>>"})
+
+
+def drop_unknown_words(hypotheses: List[str]) -> Tuple[List[str], int]:
+    """The hypotheses without their unknown-word tokens (and the ``##`` pieces that continue one), before
+    any joining of subwords, and how many unknown words were dropped. A generated ``[UNK]`` is no word:
+    scorers that strip brackets would match it with an unknown word of the reference."""
+    dropped, kept = 0, []
+    for hypothesis in hypotheses:
+        words, known, in_unknown = hypothesis.split(), [], False
+        for word in words:
+            if word in UNKNOWN_WORDS:
+                dropped, in_unknown = dropped + 1, True
+            elif not (in_unknown and word.startswith("##")):
+                known.append(word)
+                in_unknown = False
+        kept.append(" ".join(known) if len(known) < len(words) else hypothesis)
+    return kept, dropped

@@ -11,7 +11,8 @@ Porter stemming, as ``scripts/rouge_table.py``), and validation logs ``rouge_1``
 
 keeps the checkpoint with the best validation ROUGE-L and stops when it has not improved for three
 validations. The references are the binarized targets, cut to ``--max-target-positions`` as training cuts
-them; the test set is scored from the raw references, so validation and test ROUGE differ a little.
+them; the test set is scored against the whole references (``scripts/score.py --ref``,
+``scripts/rouge_table.py``), so validation and test ROUGE differ a little.
 """
 
 import json
