@@ -230,6 +230,13 @@ generate_stage() {
   write_model_folder "$save" "$decoded" "$bin"
 }
 
+# generate_rouge_flags: GENERATE_ROUGE_FLAGS, fairseq-generate's flags for its own --scoring rouge line:
+# WordPiece joined back into words, as the score stage does (--post-process undoes sentencepiece already)
+generate_rouge_flags() {
+  GENERATE_ROUGE_FLAGS=(--scoring rouge)
+  if [ "$TOKENIZER" = wordpiece ]; then GENERATE_ROUGE_FLAGS+=(--rouge-detok wordpiece); fi
+}
+
 # eval_rouge_flags: EVAL_ROUGE_FLAGS, fairseq-train's flags for validation that decodes as the test set is
 # decoded (the recipe's BEAM, LENPEN, ...) and keeps the checkpoint with the best ROUGE-L; none with
 # EVAL_ROUGE=0. LENPEN_STYLE, when the recipe has one, is passed; otherwise the task's default holds.
@@ -343,13 +350,24 @@ tune_stage() {
   done < "$best"
 }
 
-# score_stage WORK SAVE [FLAG...]: scripts/score.py on WORK/gen.out (WordPiece joined back into words) ->
-# WORK/scores.txt and scores.json, which the model folder SAVE keeps
+# score_stage WORK SAVE [FLAG...]: scripts/score.py on WORK/gen.out (WordPiece joined back into words)
+# against the whole references WORK/text/test.tgt -> WORK/scores.txt and scores.json, which the model folder
+# SAVE keeps. gen.out's T- lines are the targets as training saw them, cut to MAX_TGT pieces: they are the
+# references only when there is no text/test.tgt.
 score_stage() {
   local work=$1 save=$2 score_flags=()
   shift 2
   # fairseq-generate has no --post-process for BERT's "##" pieces; sentencepiece was undone there
   if [ "$TOKENIZER" = wordpiece ]; then score_flags+=(--detok wordpiece); fi
+  if [ -f "$work/text/test.tgt" ]; then
+    score_flags+=(--ref "$work/text/test.tgt")
+    case $TOKENIZER in
+      wordpiece) score_flags+=(--detok-ref) ;;
+      spm) score_flags+=(--ref-detok sentencepiece) ;;
+    esac
+  else
+    echo "$work/text/test.tgt: no such file: scoring against gen.out's T- lines (cut to $MAX_TGT pieces)" >&2
+  fi
   run_shown_tee "$work/scores.txt" "$PYTHON" "$SEQ2SEQ_REPO/scripts/score.py" --generate-output "$work/gen.out" \
     --metrics "$METRICS" --json "$work/scores.json" ${score_flags[@]+"${score_flags[@]}"} "$@"
   if [ -f "$save/generation.json" ]; then cp "$work/scores.json" "$save/scores.json"; fi

@@ -12,8 +12,9 @@
 #   generate    fairseq-generate on the test split -> WORK_DIR/gen.out; the checkpoint folder becomes a
 #               model folder (scripts/write_model_folder.py): PALMHubInterface.from_pretrained(FOLDER)
 #               loads it with its dictionaries, tokenizer and these decoding settings
-#   score       scripts/score.py on gen.out -> WORK_DIR/scores.txt and scores.json; scores.json and
-#               commands.sh (below) are copied into the model folder
+#   score       scripts/score.py on gen.out against the whole references text/test.tgt ->
+#               WORK_DIR/scores.txt and scores.json; scores.json and commands.sh (below) are copied into the
+#               model folder
 # Every command is printed before it runs ("+ COMMAND") and added to WORK_DIR/commands.sh, a script of the
 # run's commands in order; the prepare stage begins it anew, later stages add to it.
 #
@@ -145,8 +146,9 @@ print(" ".join(palm_arch_flags(sys.argv[1])))' "$PRETRAINED")
   fi
 
   if stage_on generate; then
+    generate_rouge_flags
     generate_stage "$bin" "$save" palm_seq2seq "$(decoded_checkpoint "$save" best)" "$gen" --truncate-source \
-      --required-batch-size-multiple 1 --scoring rouge
+      --required-batch-size-multiple 1 "${GENERATE_ROUGE_FLAGS[@]}"
   fi
 
   if stage_on score; then score_stage "$work" "$save"; fi

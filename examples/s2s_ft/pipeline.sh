@@ -9,8 +9,9 @@
 #   train       fairseq-train --task unilm_seq2seq -> WORK_DIR/checkpoints
 #   generate    fairseq-generate on the test split -> WORK_DIR/gen.out; the checkpoint folder becomes a
 #               model folder (scripts/write_model_folder.py: UniLMModel.from_pretrained(WORK_DIR/checkpoints))
-#   score       scripts/score.py on gen.out (WordPiece joined with --detok wordpiece) -> WORK_DIR/scores.txt
-#               and scores.json; scores.json and commands.sh (below) are copied into the model folder
+#   score       scripts/score.py on gen.out (WordPiece joined with --detok wordpiece) against the whole
+#               references text/test.tgt -> WORK_DIR/scores.txt and scores.json; scores.json and commands.sh
+#               (below) are copied into the model folder
 # Every command is printed before it runs ("+ COMMAND") and added to WORK_DIR/commands.sh, a script of the
 # run's commands in order; the prepare stage begins it anew, later stages add to it.
 #
@@ -120,8 +121,10 @@ s2s_ft_main() {
   fi
 
   if stage_on generate; then
+    local scoring=(--scoring "$SCORING")
+    if [ "$SCORING" = rouge ]; then generate_rouge_flags; scoring=("${GENERATE_ROUGE_FLAGS[@]}"); fi
     generate_stage "$bin" "$save" unilm_seq2seq "$(decoded_checkpoint "$save" last)" "$gen" \
-      --required-batch-size-multiple 1 --scoring "$SCORING"
+      --required-batch-size-multiple 1 "${scoring[@]}"
   fi
 
   if stage_on score; then score_stage "$work" "$save" ${TASK_SCORE[@]+"${TASK_SCORE[@]}"}; fi

@@ -121,6 +121,9 @@ def check_validation_and_record(proc, work):
         "python",
     ]
     assert subprocess.run(["bash", "-n", str(folder / "commands.sh")]).returncode == 0
+    # the test set is scored against the whole references, not the T- lines cut to MAX_TGT
+    score = next(line for line in printed if "scripts/score.py" in line)
+    assert f"--ref {work}/text/test.tgt" in score and scores["num_pairs"] == ROWS["test"]
 
 
 @pytest.mark.parametrize("recipe", ["cnndm.sh", "gigaword.sh"])
