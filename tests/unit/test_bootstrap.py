@@ -173,6 +173,20 @@ def test_model_card_shows_the_intervals_rouge_table_recorded():
     assert "the 95% interval over 1000 bootstrap resamples of the test pairs" in card
 
 
+def test_model_card_shows_the_scores_score_py_recorded():
+    """The paper recipes keep scripts/score.py's --json (one system, its scores at the top level)."""
+    from unilm_fairseq.hf_export.model_card import _scores_section
+
+    record = {"num_pairs": 11490, "rouge1": 43.2, "rouge2": 20.1, "rougeL": 30.4, "rougeLsum": 40.15,
+              "bleu4": 17.0, "rouge_backend": "rouge-score",
+              "rouge_ci": {"rouge1": [42.9, 43.5]}}  # fmt: skip
+    card = "\n".join(_scores_section(record))
+    assert "| system | ROUGE-1 | ROUGE-2 | ROUGE-L | ROUGE-Lsum | BLEU-4 |" in card
+    assert "| model | 43.20 (42.90-43.50) | 20.10 | 30.40 | 40.15 | 17.00 |" in card
+    assert "11490 pairs" in card and "scripts/score.py" in card and "rouge_table" not in card
+    assert "no scores in a known layout" in "\n".join(_scores_section({"other": 1}))
+
+
 def test_score_script_bootstrap_intervals(tmp_path):
     ref = os.path.join(REAL_PAIRS, "reference.txt")
     hyps = os.path.join(REAL_PAIRS, "system.txt")

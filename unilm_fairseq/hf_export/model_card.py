@@ -19,7 +19,7 @@ from omegaconf import ListConfig
 from ..checkpoint.converted import ORIGIN_KEY
 from ..checkpoint.packed_weights import PACKED_KEY
 
-SCORES_FILE = "scores.json"  # scripts/rouge_table.py --json, copied beside the checkpoints by the recipes
+SCORES_FILE = "scores.json"  # rouge_table.py's or score.py's --json, which the recipes copy there
 COMMANDS_FILE = "commands.sh"  # every command a recipe ran, in order, copied beside the checkpoints
 # s2s-ft (Bao et al. 2021) §2: the three fine-tuning methods
 METHOD_SECTIONS = {
@@ -167,8 +167,38 @@ def _table(rows: List[List[object]], header: List[str]) -> List[str]:
     return lines
 
 
+# scripts/score.py --json's measures (the paper recipes' layout: one system, its scores at the top level)
+SCORE_PY_MEASURES = {"rouge1": "ROUGE-1", "rouge2": "ROUGE-2", "rougeL": "ROUGE-L", "rougeLsum": "ROUGE-Lsum",
+                     "bleu4": "BLEU-4", "meteor": "METEOR"}  # fmt: skip
+
+
+def _score_py_section(scores: dict) -> List[str]:
+    measures = [m for m in SCORE_PY_MEASURES if isinstance(scores.get(m), (int, float))]
+    intervals = scores.get("rouge_ci") or {}
+
+    def cell(measure: str) -> str:
+        interval = intervals.get(measure)
+        text = f"{scores[measure]:.2f}"
+        return f"{text} ({interval[0]:.2f}-{interval[1]:.2f})" if interval else text
+
+    backend = f"ROUGE by {scores['rouge_backend']}, " if scores.get("rouge_backend") else ""
+    note = "; in brackets, ROUGE's 95% interval" if intervals else ""
+    lines = [
+        "## Scores",
+        "",
+        f"Test set, {scores.get('num_pairs')} pairs, x 100 ({backend}written by scripts/score.py{note}):",
+        "",
+    ]
+    header = ["system"] + [SCORE_PY_MEASURES[m] for m in measures]
+    return lines + _table([["model"] + [cell(m) for m in measures]], header) + [""]
+
+
 def _scores_section(scores: dict) -> List[str]:
+    if "scores" not in scores and any(m in scores for m in SCORE_PY_MEASURES):
+        return _score_py_section(scores)
     systems = scores.get("scores") or {}
+    if not systems:
+        return ["## Scores", "", f"{SCORES_FILE} beside the checkpoint holds no scores in a known layout", ""]
     measures = ("rouge1", "rouge2", "rougeL")
     bootstrap = scores.get("bootstrap") or {}
     intervals = bootstrap.get("intervals") or {}
