@@ -284,6 +284,25 @@ def test_stage2_init(tmp_path):
     assert str(error.value).endswith("same --arch and dict.txt as stage 1?")
 
 
+def test_stage2_keeps_a_pre_ln_decoder_whole(tmp_path):
+    """Stage 2 takes the encoder from stage 1 and keeps its own decoder as built, the final LayerNorm of a
+    pre-LN decoder and its version included."""
+    dictionary = make_dictionary(60)
+    stage1 = palm_model(dictionary, seed=0, decoder_normalize_before=True)
+    path = str(tmp_path / "stage1.pt")
+    save_checkpoint(stage1.state_dict(), path)
+    stage2 = palm_model(dictionary, seed=1, decoder_normalize_before=True)
+    decoder = {k: v.clone() for k, v in stage2.state_dict().items() if k.startswith("decoder.")}
+    load_encoder_from_checkpoint(stage2, path)
+    assert stage2.decoder.layer_norm is not None
+    after = stage2.state_dict()
+    assert "decoder.layer_norm.weight" in after and float(after["decoder.version"]) == 3
+    tied = {k for k in decoder if after[k].data_ptr() == after["encoder.embed_tokens.weight"].data_ptr()}
+    assert all(torch.equal(after[k], v) for k, v in decoder.items() if k not in tied)
+    encoder = {k: v for k, v in stage1.state_dict().items() if not k.startswith("decoder.")}
+    assert all(torch.equal(after[k], v) for k, v in encoder.items())
+
+
 def test_converted_weights_fitting():
     model = tiny_model()
     state = {k: v for k, v in model.state_dict().items() if not k.startswith(unilmv2.LM_HEAD)}

@@ -46,7 +46,9 @@ def load_encoder_from_checkpoint(model, path: str) -> Dict[str, List[str]]:
         advice="same --arch and dict.txt as stage 1?",
     )
     names = sorted(copied)
-    model.load_state_dict(dict(copied), strict=False)  # fairseq's upgrade step adds keys to what it is given
+    # the model's own decoder tensors go in beside the copied ones: fairseq's upgrade step reads a decoder
+    # without its version buffer as an old checkpoint's and drops a pre-LN decoder's final LayerNorm
+    model.load_state_dict({**own, **copied}, strict=True)
     copied_storage = {own[k].data_ptr() for k in names}
     decoder = [k for k in own if k.startswith(DECODER)]
     origin = {
