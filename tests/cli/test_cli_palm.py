@@ -138,6 +138,24 @@ def test_pretrained_checkpoint_initialises_fine_tuning(rare_bin, trained):
     assert accuracy > 90  # the copy model's weights, not a fresh model's
 
 
+def test_fine_tuning_takes_the_pretrained_encoder_layernorm_eps(rare_bin, trained, tmp_path):
+    """--pretrained-checkpoint's encoder LayerNorm epsilon (1e-12 for a BERT-started pre-training) is the
+    one the fine-tuned model is built with, whatever the config says."""
+    import torch
+    from fairseq import checkpoint_utils, tasks
+
+    saved = checkpoint_utils.load_checkpoint_to_cpu(str(rare_bin / "ckpt-copy" / "checkpoint_last.pt"))
+    cfg = saved["cfg"]
+    own = cfg.model.encoder_layernorm_eps
+    assert own != 1e-12
+    cfg.model.encoder_layernorm_eps = 1e-12
+    torch.save(saved, tmp_path / "bert_started.pt")
+    cfg.model.encoder_layernorm_eps = own  # the fine-tuning run's own config
+    cfg.task.pretrained_checkpoint = str(tmp_path / "bert_started.pt")
+    model = tasks.setup_task(cfg.task).build_model(cfg.model)
+    assert {m.eps for m in model.encoder.modules() if isinstance(m, torch.nn.LayerNorm)} == {1e-12}
+
+
 def test_generate_text_script_loads_a_palm_folder(rare_bin, trained, tmp_path):
     """scripts/generate_text.py on a PALM model folder: PALMHubInterface's outputs, a line per input line."""
     folder = tmp_path / "folder"

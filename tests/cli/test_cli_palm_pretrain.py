@@ -113,6 +113,22 @@ def test_stage2_model_keeps_the_stage1_encoder(stages):
     )
 
 
+def test_stage2_takes_the_stage1_encoder_layernorm_eps(stages, tmp_path):
+    """A stage 1 started from BERT (--pretrained-encoder: LayerNorm epsilon 1e-12) gives stage 2, which
+    cannot take --pretrained-encoder, its epsilon: the encoder computes what stage 1 trained."""
+    work, _, _ = stages
+    stage1 = checkpoint_utils.load_checkpoint_to_cpu(str(work / "stage1" / "checkpoint_last.pt"))
+    assert stage1["cfg"].model.encoder_layernorm_eps != 1e-12
+    stage1["cfg"].model.encoder_layernorm_eps = 1e-12
+    path = str(tmp_path / "stage1_bert.pt")
+    torch.save(stage1, path)
+    cfg = checkpoint_utils.load_checkpoint_to_cpu(str(work / "stage2" / "checkpoint_last.pt"))["cfg"]
+    cfg.task.stage1_checkpoint = path
+    model = tasks.setup_task(cfg.task).build_model(cfg.model)
+    assert cfg.model.encoder_layernorm_eps == 1e-12
+    assert {m.eps for m in model.encoder.modules() if isinstance(m, torch.nn.LayerNorm)} == {1e-12}
+
+
 def test_stage2_by_restore_file_with_the_mlm_term(stages, tmp_path):
     """--restore-file loads every stage-1 tensor strictly (the decoder too: stage 1 left it untrained);
     --mlm-weight 1.0 (this project's option) adds the encoder's MLM to the continuation loss."""

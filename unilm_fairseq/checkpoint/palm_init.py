@@ -106,16 +106,36 @@ ARCH_OPTIONS = (
 )
 
 
+def saved_model_config(path: str) -> Optional[Any]:
+    """The model config saved in the checkpoint at ``path`` (None without one), its weights left on disk."""
+    try:
+        checkpoint = torch.load(path, map_location="cpu", mmap=True, weights_only=True)
+    except RuntimeError:  # torch's legacy format cannot be memory-mapped
+        checkpoint = torch.load(path, map_location="cpu", weights_only=True)
+    return (checkpoint.get("cfg") or {}).get("model") or checkpoint.get("args")
+
+
+def take_encoder_layernorm_eps(cfg, path: str) -> None:
+    """``cfg`` takes the encoder LayerNorm epsilon of the ``palm`` checkpoint at ``path`` (its encoder was
+    trained with it) before a model that loads its weights is built: stage 2 from stage 1, fine-tuning from
+    pre-training. A checkpoint without the option leaves ``cfg`` as it is."""
+    model_cfg = saved_model_config(path)
+    eps = None if model_cfg is None else _saved_option(model_cfg, "encoder_layernorm_eps")
+    own = getattr(cfg, "encoder_layernorm_eps", None)
+    if eps is not None and (own is None or float(own) != float(eps)):
+        if own is not None:
+            logger.info(
+                "encoder LayerNorm epsilon %g, as %s was trained with (not %g)", float(eps), path, own
+            )
+        set_model_option(cfg, "encoder_layernorm_eps", float(eps))
+
+
 def palm_arch_flags(path: str) -> List[str]:
     """fairseq-train's flags for the architecture of the ``palm`` checkpoint at ``path`` (its ``--arch`` and
     :data:`ARCH_OPTIONS`); none for a checkpoint of another model. Only the config is read: the weights stay
     memory-mapped on disk, and the safe ``weights_only`` loader stays on (the allow-list of
     :mod:`.safe_loading`)."""
-    try:
-        checkpoint = torch.load(path, map_location="cpu", mmap=True, weights_only=True)
-    except RuntimeError:  # torch's legacy format cannot be memory-mapped
-        checkpoint = torch.load(path, map_location="cpu", weights_only=True)
-    model_cfg = (checkpoint.get("cfg") or {}).get("model") or checkpoint.get("args")
+    model_cfg = saved_model_config(path)
     if model_cfg is None:
         return []
     arch = _saved_option(model_cfg, "arch") or _saved_option(model_cfg, "_name")

@@ -19,7 +19,7 @@ from fairseq.data import Dictionary, LanguagePairDataset
 from fairseq.tasks import register_task
 from omegaconf import II, MISSING
 
-from ..checkpoint.palm_init import build_with_unilmv2_encoder
+from ..checkpoint.palm_init import build_with_unilmv2_encoder, take_encoder_layernorm_eps
 from ..checkpoint.stage_init import load_encoder_from_checkpoint
 from ..data.masking import MaskingConfig
 from ..data.pretraining.palm_fragments import (
@@ -209,6 +209,8 @@ class PALMPretrainTask(SharedDictionaryTask):
         build = functools.partial(super().build_prepared_model, from_checkpoint=False)
         if self.cfg.pretrained_encoder:
             return build_with_unilmv2_encoder(build, cfg, self.cfg.pretrained_encoder, self.dictionary)
+        if self.cfg.stage1_checkpoint:
+            take_encoder_layernorm_eps(cfg, self.cfg.stage1_checkpoint)
         model = build(cfg)
         if self.cfg.stage1_checkpoint:
             load_encoder_from_checkpoint(model, self.cfg.stage1_checkpoint)

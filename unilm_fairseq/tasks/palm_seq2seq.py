@@ -15,6 +15,7 @@ from ..checkpoint.palm_init import (
     build_with_unilmv2_encoder,
     load_palm_weights,
     set_model_option,
+    take_encoder_layernorm_eps,
 )
 from ..data.dictionary import load_dictionary_with_mask
 from ..data.skip_indices_dataset import SkipIndicesDataset
@@ -115,6 +116,8 @@ class PALMSeq2SeqTask(
         build = functools.partial(super().build_prepared_model, from_checkpoint=from_checkpoint)
         if self.cfg.pretrained_encoder:
             return build_with_unilmv2_encoder(build, cfg, self.cfg.pretrained_encoder, self.source_dictionary)
+        if self.cfg.pretrained_checkpoint:
+            take_encoder_layernorm_eps(cfg, self.cfg.pretrained_checkpoint)
         model = build(cfg)
         if self.cfg.pretrained_checkpoint:
             load_palm_weights(model, self.cfg.pretrained_checkpoint, None if ablation == "none" else ablation)
