@@ -93,5 +93,10 @@ def test_palm_inputs_past_its_positions_are_named(hubs):
         ValueError, match=rf"sources \[0\] are longer than the model's {source_limit} positions"
     ):
         palm.score([long_source], [TARGETS[0]])
+    with pytest.raises(
+        ValueError, match=rf"tokens \[0\] are longer than the model's {source_limit} positions"
+    ):
+        palm.extract_features(long_source)
     full = torch.cat([long_source[: source_limit - 1], SOURCES[0][-1:]])  # exactly the limit: accepted
     assert len(palm.generate([full], max_len_b=3)[0]) == 1
+    assert palm.extract_features(full).shape[:2] == (1, source_limit)

@@ -76,6 +76,7 @@ class PALMHubInterface(UniLMHubInterface):
             ``(B, S, C)``, right-padded to the longest input with zeros on padding.
         """
         tokens, _ = self._as_ids(tokens if is_one_input(tokens) else list(tokens), "tokens")
+        self._check_lengths("tokens", tokens, 0)
         pad = self.src_dict.pad()
         src = data_utils.collate_tokens(tokens, pad).to(self.device)  # B x S
         lengths = src.ne(pad).sum(1)
