@@ -208,6 +208,17 @@ def test_palm_init(tmp_path):
     assert error.value.missing == [palm.SOURCE_POSITION_TABLE]
 
 
+def test_palm_init_from_a_model_without_the_pointer_says_no_copy(tmp_path):
+    dictionary = make_dictionary(60)
+    path = str(tmp_path / "no_copy.pt")
+    save_checkpoint(palm_model(dictionary, no_copy=True).state_dict(), path)
+    with pytest.raises(CheckpointMismatch) as error:
+        load_palm_weights(palm_model(dictionary), path)
+    assert error.value.missing and all(k.startswith(palm.POINTER) for k in error.value.missing)
+    assert "fine-tune with --no-copy too" in str(error.value)
+    load_palm_weights(palm_model(dictionary, no_copy=True), path)  # as the hint says: it loads
+
+
 PALM_SIZES = {
     "arch": "palm_tiny",
     "encoder_layers": 3,
@@ -228,6 +239,14 @@ def test_palm_arch_flags_are_read_from_either_config_layout(tmp_path, layout):
         "--arch palm_tiny --encoder-layers 3 --decoder-layers 1 --encoder-embed-dim 32 --activation-fn gelu"
     )
     assert palm_arch_flags(path) == expected.split()
+
+
+def test_palm_arch_flags_carry_no_copy(tmp_path):
+    path = str(tmp_path / "palm.pt")
+    torch.save({"model": {}, "cfg": {"model": {**PALM_SIZES, "no_copy": True}}}, path)
+    assert palm_arch_flags(path)[-1] == "--no-copy"
+    torch.save({"model": {}, "cfg": {"model": {**PALM_SIZES, "no_copy": False}}}, path)
+    assert "--no-copy" not in palm_arch_flags(path)
 
 
 def test_palm_arch_flags_are_none_for_another_model_or_no_config(tmp_path):

@@ -28,6 +28,11 @@ OPTIONAL_PARTS = {
 }
 
 
+NO_POINTER_HINT = (
+    "a checkpoint without the pointer-generator was trained with --no-copy: fine-tune with --no-copy too"
+)
+
+
 # PALM Table 6's ablations of the pre-trained model (§3.7: "we ablate autoencoding and autoregression by
 # randomly initializing the weights of the encoder and the decoder, respectively"): the part left fresh
 ABLATED_PART = {"autoencoding": ENCODER, "autoregression": DECODER}
@@ -50,7 +55,7 @@ def load_palm_weights(model, path: str, ablation: Optional[str] = None) -> None:
     own = model.state_dict()
     if TOKEN_TABLE not in state:
         raise ValueError(f"{path} is not a palm checkpoint (it has no {TOKEN_TABLE})")
-    hints = {TOKEN_TABLE: token_table_hint}
+    hints = {TOKEN_TABLE: token_table_hint, **{prefix: NO_POINTER_HINT for prefix in palm.POINTER_PARTS}}
     check_fits({TOKEN_TABLE: own[TOKEN_TABLE]}, {TOKEN_TABLE: state[TOKEN_TABLE]}, source=path, hints=hints)
     for key in POSITION_TABLES:
         if key in state and key in own and state[key].size(0) != own[key].size(0):
@@ -146,6 +151,8 @@ def palm_arch_flags(path: str) -> List[str]:
         value = _saved_option(model_cfg, name)
         if value is not None:
             flags += ["--" + name.replace("_", "-"), str(value)]
+    if _saved_option(model_cfg, "no_copy"):  # a model without the pointer: so is its fine-tuning
+        flags.append("--no-copy")
     return flags
 
 
@@ -258,7 +265,7 @@ def load_unilmv2_encoder(model, state: Dict[str, Tensor], path: str) -> None:
     tokens = state.get(unilmv2.TOKEN_TABLE)
     if tokens is None:
         raise ValueError(f"{path} is not a unilmv2 checkpoint (no {unilmv2.TOKEN_TABLE})")
-    hints = {TOKEN_TABLE: token_table_hint}
+    hints = {TOKEN_TABLE: token_table_hint, **{prefix: NO_POINTER_HINT for prefix in palm.POINTER_PARTS}}
     check_fits({TOKEN_TABLE: own[TOKEN_TABLE]}, {TOKEN_TABLE: tokens}, source=path, hints=hints)
     new[TOKEN_TABLE] = tokens
     positions = state[unilmv2.POSITION_TABLE]

@@ -43,6 +43,7 @@ ENCODER_MLM_HEAD = "encoder_mlm_head."
 POINTER = "decoder.pointer."
 COPY_ATTENTION_PARTS = tuple(POINTER + part for part in COPY_ATTENTION)
 COPY_GATE_PARTS = tuple(POINTER + part for part in COPY_GATE)
+POINTER_PARTS = COPY_ATTENTION_PARTS + COPY_GATE_PARTS
 
 
 def encoder_layer_key(layer: int, part: str) -> str:
