@@ -71,6 +71,13 @@ def weighted_joint_loss(
     (both losses per token); scaling it by ``lm_tokens`` lets fairseq divide by
     the number of continuation tokens as for any decoder loss. With no masked
     token the MLM term is zero.
+
+    The counts are the batch's own. Over several GPUs, or with ``--update-freq``,
+    fairseq adds the batches' sums and divides by all their continuation tokens,
+    so the objective above holds exactly for the whole update when every batch
+    has the same ratio of continuation to masked tokens; otherwise each batch's
+    MLM term is weighted by its own ratio (this project's choice: the totals
+    over all batches are not known before the backward pass).
     """
     if mlm_tokens == 0 or mlm_weight == 0:
         return lm_sum
