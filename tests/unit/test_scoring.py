@@ -320,6 +320,10 @@ def test_parse_generate_output():
     assert parse([*GENERATE_OUTPUT, closing]) == parse(GENERATE_OUTPUT)
     with pytest.raises(ValueError, match="3 hypotheses, but fairseq-generate says it translated 4"):
         parse([*GENERATE_OUTPUT, closing.replace("Translated 3", "Translated 4")])
+    # a rerun appended to the log of a run cut short: two closing lines, never a mix of the two runs
+    with pytest.raises(ValueError, match="more than one fairseq-generate run"):
+        cut = [*GENERATE_OUTPUT[:4], closing.replace("Translated 3", "Translated 1")]
+        parse([*cut, *GENERATE_OUTPUT, closing])
 
 
 def test_score_script_on_files(tmp_path, wordnet):

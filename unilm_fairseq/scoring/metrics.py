@@ -200,7 +200,8 @@ def read_generate_output(lines: List[str]) -> GenerateOutput:
     """The hypotheses and targets of ``fairseq-generate`` output lines, by id.
 
     ``H-<id>\\t<score>\\t<text>`` and ``D-<id>\\t<score>\\t<text>`` hold hypotheses (n-best: the first per
-    id is the best), ``T-<id>\\t<text>`` the target. Each caller checks the ids against what it scores.
+    id is the best), ``T-<id>\\t<text>`` the target. Each caller checks the ids against what it scores; a
+    log with two runs' closing lines (output appended to an earlier run's) is an error.
     """
     translated = None
     found: Dict[str, Dict[int, str]] = {"H": {}, "D": {}, "T": {}}
@@ -208,6 +209,11 @@ def read_generate_output(lines: List[str]) -> GenerateOutput:
         match = GENERATE_LINE.match(line)
         if match is None:
             closing = TRANSLATED_LINE.search(line)
+            if closing and translated is not None:  # a second run appended: its ids repeat the first's
+                raise ValueError(
+                    "the log holds the output of more than one fairseq-generate run (two 'Translated N "
+                    "sentences' lines): write each run to its own file"
+                )
             if closing:
                 translated = int(closing.group(1).replace(",", ""))
             continue
