@@ -243,6 +243,27 @@ def test_parallel_files_must_align(tmp_path):
         list(sources.read_gigaword(str(tmp_path), "train"))
 
 
+def test_parallel_line_files_split_at_newlines_only(tmp_path):
+    """A lone carriage return, U+2028 or U+0085 inside a line is a space, not a line break that would pair
+    each later source with another example's target; CRLF ends a line."""
+    write(tmp_path / "train.src.txt", "one part A\rpart B\r\ntwo\u2028more\nthree\n")
+    write(tmp_path / "train.tgt.txt", "t one\nt two\nt three A\rB\x85C\n")
+    pairs = list(sources.read_gigaword(str(tmp_path), "train"))
+    assert [(p.source[0], p.target[0]) for p in pairs] == [
+        ("one part A part B", "t one"), ("two more", "t two"), ("three", "t three A B C")
+    ]  # fmt: skip
+
+
+def test_text_the_tokenizer_drops_whole_is_skipped_and_counted():
+    """A source or target that tokenizes to nothing (zero-width or private-use characters only) is counted
+    with the empty ones, not written as an empty line."""
+    pairs = [Pair(("a source",), ("a target",)), Pair(("\u200b\u200b",), ("kept target",)),
+             Pair(("another source",), ("\ue000",))]  # fmt: skip
+    stats = Counter()
+    lines = list(sources.format_pairs(pairs, basic_tokenize, stats=stats))
+    assert lines == [("a source", "a target")] and stats == Counter(written=1, skipped_empty=2)
+
+
 def test_nothing_written_is_an_error(tmp_path):
     write(tmp_path / "in" / "train.src.txt", "\n\n")
     write(tmp_path / "in" / "train.tgt.txt", "a title\nanother\n")

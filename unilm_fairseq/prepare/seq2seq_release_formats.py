@@ -70,19 +70,21 @@ def find_split_files(directory: str, split: str, patterns: Sequence[Tuple[str, .
     return None
 
 
-def _read_text(path: str) -> str:
-    """A UTF-8 file's text; ``utf-8-sig`` drops a byte-order mark at its start, which is not text."""
+def _read_text(path: str, newline: Optional[str] = None) -> str:
+    """A UTF-8 file's text; ``utf-8-sig`` drops a byte-order mark at its start, which is not text.
+    ``newline`` as for ``open``: by default every ``\\r\\n`` and lone ``\\r`` becomes ``\\n``."""
     try:
-        with open(path, encoding="utf-8-sig") as f:
+        with open(path, encoding="utf-8-sig", newline=newline) as f:
             return f.read()
     except UnicodeDecodeError as err:
         raise ValueError(f"{path}: not UTF-8 text ({err})") from err
 
 
 def _read_lines(path: str) -> List[str]:
-    """Lines split at newlines only: ``str.splitlines`` would also split at U+2028, U+0085 ..., which
-    can occur inside news text, and misalign parallel files."""
-    lines = _read_text(path).split("\n")
+    """Lines split at ``\\n`` only (a ``\\r`` before it dropped): ``str.splitlines``, and Python's
+    universal newlines, would also split at a lone ``\\r``, U+2028, U+0085 ..., which can occur inside
+    news text, and misalign parallel files. ``normalize`` makes any of them a space."""
+    lines = [line[:-1] if line.endswith("\r") else line for line in _read_text(path, newline="").split("\n")]
     return lines[:-1] if lines and not lines[-1] else lines
 
 
@@ -371,6 +373,9 @@ def format_pairs(
             source, cut_source = fit_source(pair, max_source_tokens)
         target = join_segments(sentences, tokenize, target_separator)
         target, cut_target = truncate(target, max_target_tokens, target_separator)
+        if not source or not [t for t in target if t != target_separator]:  # text the tokenizer drops whole
+            stats["skipped_empty"] += 1
+            continue
         stats["truncated_source"] += cut_source
         stats["truncated_target"] += cut_target
         stats["written"] += 1
