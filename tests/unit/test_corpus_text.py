@@ -213,3 +213,17 @@ def test_bounded_feed_waits_for_results_and_stops():
     feed.stop()
     with pytest.raises(StopIteration):
         next(items)
+
+
+def test_decode_text_drops_a_byte_order_mark():
+    """The same document with a byte-order mark is the same text (one hash, so one split), not another."""
+    from unilm_fairseq.prepare.corpus_sources import decode_text
+
+    plain = decode_text("First line.\nSecond.\n".encode())
+    assert (
+        decode_text(b"\xef\xbb\xbf" + "First line.\nSecond.\n".encode())
+        == plain
+        == ("ok", "First line.\nSecond.\n")
+    )
+    assert decode_text(b"\xef\xbb\xbf\n  \n") == decode_text(b" \n") == ("empty", None)
+    assert decode_text(b"a\0b") == ("binary", None) and decode_text(b"\xff\xfe") == ("non-UTF-8", None)

@@ -308,15 +308,15 @@ SKIP_REASONS = ("empty", "binary", "non-UTF-8", "unreadable")
 
 def decode_text(raw: bytes) -> Tuple[str, Optional[str]]:
     """``("ok", text)`` for a file's bytes, or a skip reason and None: ``empty``, ``binary`` (a NUL in the
-    first :data:`BINARY_PROBE` bytes) or ``non-UTF-8``."""
-    if not raw.strip():
-        return "empty", None
+    first :data:`BINARY_PROBE` bytes) or ``non-UTF-8``. A byte-order mark at the start is not text: the
+    same document with and without one is one document to the de-duplication."""
     if b"\0" in raw[:BINARY_PROBE]:
         return "binary", None
     try:
-        return "ok", raw.decode("utf-8")
+        text = raw.decode("utf-8-sig")
     except UnicodeDecodeError:
         return "non-UTF-8", None
+    return ("ok", text) if text.strip() else ("empty", None)
 
 
 def read_document(item: WorkItem) -> Tuple[str, List[str], int]:
