@@ -25,11 +25,28 @@ import sentencepiece as spm
 logger = logging.getLogger("prepare_corpus")
 
 
+def visible(line):
+    """Whether a line has a character to show: zero-width, control and private-use ones alone encode to
+    no piece, and an empty line in ``*.spm`` would break the document."""
+    return any(c.isprintable() and not c.isspace() for c in line)
+
+
 def read_documents(path):
+    """The documents of a one-sentence-per-line file: lists of sentences, a blank (or whitespace-only)
+    line between documents; lines with no visible character are left out."""
     opener = lzma.open if path.endswith(".xz") else open
-    with opener(path, "rt", encoding="utf-8") as f:
-        docs = [d.strip("\n").split("\n") for d in f.read().split("\n\n")]
-    return [[s for s in d if s.strip()] for d in docs if any(s.strip() for s in d)]
+    try:
+        with opener(path, "rt", encoding="utf-8-sig") as f:  # -sig: a byte-order mark is not text
+            text = f.read()
+    except UnicodeDecodeError as err:
+        raise SystemExit(f"{path}: not UTF-8 text ({err})") from None
+    docs, doc = [], []
+    for line in text.split("\n"):
+        if not line.strip():
+            docs, doc = (docs + [doc] if doc else docs), []
+        elif visible(line):
+            doc.append(line)
+    return docs + [doc] if doc else docs
 
 
 def write_documents(docs, path, processor=None):
