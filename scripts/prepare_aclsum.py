@@ -90,8 +90,13 @@ def main(argv=None) -> int:
                   file=sys.stderr)  # fmt: skip
             return 1
         try:
+            papers = aclsum.read_papers(path)
+        except ValueError as err:  # not UTF-8, or a line that is not a paper's JSON object
+            print(f"error: {err}", file=sys.stderr)
+            return 1
+        try:
             pairs, stats = aclsum.build_pairs(
-                aclsum.read_papers(path), count_tokens, args.max_source_tokens, joined=args.joined
+                papers, count_tokens, args.max_source_tokens, joined=args.joined
             )
         except ValueError as err:  # a budget too small for any of an abstract
             print(f"error: --max-source-tokens: {err}", file=sys.stderr)

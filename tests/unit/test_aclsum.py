@@ -10,7 +10,7 @@ import pytest
 
 from unilm_fairseq.prepare import aclsum
 
-from ..helpers.cli import REPO
+from ..helpers.cli import REPO, load_script
 from ..helpers.resources import minilm_model_dir
 
 
@@ -132,6 +132,43 @@ def test_missing_package_names_the_install_command(monkeypatch):
     monkeypatch.setattr(importlib.util, "find_spec", lambda name: None)
     with pytest.raises(aclsum.ACLSumNotInstalled, match="pip install aclsum"):
         aclsum.dataset_dir()
+
+
+def test_a_bad_dataset_line_is_named(tmp_path, capsys):
+    """A line that is not a paper's JSON object, or a file that is not UTF-8, is one error naming the file
+    (and line), from the reader and from scripts/prepare_aclsum.py."""
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"id": "P1"}\n\n{"id": "P2", \n', encoding="utf-8")
+    with pytest.raises(ValueError, match=r"bad.jsonl:3: not a JSON line"):
+        aclsum.read_papers(str(bad))
+    bad.write_text('{"id": "P1"}\n[1, 2]\n', encoding="utf-8")
+    with pytest.raises(ValueError, match=r"bad.jsonl:2: a JSON list, not a paper's object"):
+        aclsum.read_papers(str(bad))
+    bad.write_bytes(b'{"id": "\xff"}\n')
+    with pytest.raises(ValueError, match=r"bad.jsonl: not UTF-8 text"):
+        aclsum.read_papers(str(bad))
+    assert aclsum.read_papers(str(write_bom(tmp_path / "bom.jsonl"))) == [{"id": "P1"}]
+    for name in aclsum.SPLITS.values():
+        (tmp_path / "data" / f"{name}.jsonl").parent.mkdir(exist_ok=True)
+        (tmp_path / "data" / f"{name}.jsonl").write_text("not json\n", encoding="utf-8")
+    prepare = load_script("scripts/prepare_aclsum.py", "prepare_aclsum_script")
+    vocab = os.path.join(minilm_model_dir(), "vocab.txt")
+    argv = [
+        "--dataset-dir",
+        str(tmp_path / "data"),
+        "--output",
+        str(tmp_path / "out"),
+        "--wordpiece-vocab",
+        vocab,
+    ]
+    assert prepare.main(argv) == 1
+    err = capsys.readouterr().err
+    assert ".jsonl:1: not a JSON line" in err and "--max-source-tokens" not in err
+
+
+def write_bom(path):
+    path.write_bytes(b'\xef\xbb\xbf{"id": "P1"}\n')
+    return path
 
 
 def test_real_aclsum_pairs_fit_the_budget_and_keep_every_summary():

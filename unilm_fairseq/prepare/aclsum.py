@@ -65,9 +65,25 @@ def dataset_dir() -> str:
 
 
 def read_papers(path: str) -> List[dict]:
-    """One dict per line of an ACLSum ``.jsonl`` file."""
-    with open(path, encoding="utf-8") as f:
-        return [json.loads(line) for line in f if line.strip()]
+    """One dict per line of an ACLSum ``.jsonl`` file; a line that is not a JSON object is a ``ValueError``
+    naming the file and line."""
+    papers = []
+    try:
+        with open(path, encoding="utf-8-sig") as f:
+            lines = f.read().split("\n")
+    except UnicodeDecodeError as err:
+        raise ValueError(f"{path}: not UTF-8 text ({err})") from None
+    for number, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        try:
+            paper = json.loads(line)
+        except json.JSONDecodeError as err:
+            raise ValueError(f"{path}:{number}: not a JSON line ({err})") from None
+        if not isinstance(paper, dict):
+            raise ValueError(f"{path}:{number}: a JSON {type(paper).__name__}, not a paper's object")
+        papers.append(paper)
+    return papers
 
 
 def clean_sentence(sentence: str) -> str:
