@@ -8,9 +8,9 @@ argument and generates from text with the settings the test set was decoded with
 
 Copies the binarized data's ``dict.src.txt`` and ``dict.tgt.txt`` and the tokenizer's file (as
 ``vocab.txt`` for WordPiece, ``spm.model`` for sentencepiece) into FOLDER, and writes ``generation.json``:
-the checkpoint to load, the tokenizer and the decoding settings (``unilm_fairseq/hub/base.py`` reads
-it). The recipes run this after their generate stage; ``scripts/generate_text.py FOLDER --input FILE`` then
-generates for a file of new sources.
+the checkpoint to load, the tokenizer, the decoding settings and, with ``--lowercase`` or ``--cased``, how
+the training text was cased (``unilm_fairseq/hub/base.py`` reads it). The recipes run this after their
+generate stage; ``scripts/generate_text.py FOLDER --input FILE`` then generates for a file of new sources.
 """
 
 import argparse
@@ -41,6 +41,14 @@ def main(argv=None) -> int:
     parser.add_argument("--max-len-b", type=int, required=True)
     parser.add_argument("--no-repeat-ngram-size", type=int, required=True)
     parser.add_argument("--no-repeat-ngram-exempt", help="space-separated symbols never blocked")
+    casing = parser.add_mutually_exclusive_group()
+    casing.add_argument(
+        "--lowercase", dest="lowercase", action="store_true", default=None,
+        help="the training text was lowercased: so is the hub's input (by default the vocabulary decides)",
+    )  # fmt: skip
+    casing.add_argument(
+        "--cased", dest="lowercase", action="store_false", help="the training text kept its case"
+    )
     args = parser.parse_args(argv)
     if (args.bpe == "none") != (args.bpe_file is None):
         parser.error("--bpe-file goes with --bpe wordpiece or sentencepiece, and only with them")
@@ -50,10 +58,12 @@ def main(argv=None) -> int:
     if missing:
         print(f"error: {missing[0]}: no such file", file=sys.stderr)
         return 1
-    for path in needed[:2]:
-        shutil.copyfile(path, os.path.join(args.folder, os.path.basename(path)))
+    copies = [(path, os.path.join(args.folder, os.path.basename(path))) for path in needed[:2]]
     if args.bpe_file:
-        shutil.copyfile(args.bpe_file, os.path.join(args.folder, BPE_FILE_NAMES[args.bpe]))
+        copies.append((args.bpe_file, os.path.join(args.folder, BPE_FILE_NAMES[args.bpe])))
+    for source, destination in copies:  # a folder's own files (its settings rewritten) stay as they are
+        if not (os.path.exists(destination) and os.path.samefile(source, destination)):
+            shutil.copyfile(source, destination)
     settings = {
         "checkpoint": args.checkpoint,
         "bpe": None if args.bpe == "none" else args.bpe,
@@ -63,6 +73,7 @@ def main(argv=None) -> int:
         "max_len_a": args.max_len_a,
         "max_len_b": args.max_len_b,
         "no_repeat_ngram_size": args.no_repeat_ngram_size,
+        "lowercase": args.lowercase,
     }
     if args.lenpen_style:
         settings["lenpen_style"] = args.lenpen_style

@@ -310,7 +310,8 @@ model_arch_flags() {
 
 # write_model_folder SAVE DECODED BIN: the checkpoint folder becomes a model folder that the hub loads with
 # one argument, with its dictionaries, tokenizer and the test set's decoding settings (only when DECODED is
-# a real checkpoint in SAVE, decoded from real files)
+# a real checkpoint in SAVE, decoded from real files); FOLDER_CASING (--lowercase or --cased), when the
+# recipe sets it, records how the training text was cased
 write_model_folder() {
   local save=$1 decoded=$2 bin=$3 bpe_flags=(--bpe none)
   if [ "$TOKENIZER" = wordpiece ]; then bpe_flags=(--bpe wordpiece --bpe-file "$VOCAB"); fi
@@ -319,7 +320,8 @@ write_model_folder() {
     run_shown "$PYTHON" "$SEQ2SEQ_REPO/scripts/write_model_folder.py" "$save" --dicts "$bin" \
       --checkpoint "$(basename "$decoded")" "${bpe_flags[@]}" --beam "$BEAM" --lenpen "$LENPEN" \
       ${LENPEN_STYLE:+--lenpen-style "$LENPEN_STYLE"} --min-len "$MIN_LEN" --max-len-b "$MAX_LEN_B" \
-      --no-repeat-ngram-size "$NO_REPEAT_NGRAM" ${NGRAM_EXEMPT:+--no-repeat-ngram-exempt "$NGRAM_EXEMPT"}
+      --no-repeat-ngram-size "$NO_REPEAT_NGRAM" ${NGRAM_EXEMPT:+--no-repeat-ngram-exempt "$NGRAM_EXEMPT"} \
+      ${FOLDER_CASING:+"$FOLDER_CASING"}
   fi
 }
 

@@ -102,6 +102,9 @@ palm_main() {
   need_choice EVAL_ROUGE 0 1
   default_vocab "$model_dir"
   local text=$work/text bin=$work/bin save=$work/checkpoints gen=$work/gen.out
+  # the model folder records how the training text was cased (palm_tokenizer_flags lowercases WordPiece)
+  FOLDER_CASING=
+  if [ "$TOKENIZER" = wordpiece ]; then FOLDER_CASING=--lowercase; fi
   mkdir -p "$work"
   if stage_on prepare; then record_start "$work/commands.sh"; else record_start -a "$work/commands.sh"; fi
 

@@ -84,6 +84,8 @@ s2s_ft_main() {
   local FORMAT=$name TASK_PREP=() TASK_SCORE=()
   s2s_ft_prep_flags
   local text=$work/text bin=$work/bin save=$work/checkpoints gen=$work/gen.out
+  # the model folder records how the training text was cased, for the hub's input (auto: the vocabulary's)
+  case $LOWERCASE in 1) FOLDER_CASING=--lowercase ;; 0) FOLDER_CASING=--cased ;; *) FOLDER_CASING= ;; esac
   mkdir -p "$work"
   if stage_on prepare; then record_start "$work/commands.sh"; else record_start -a "$work/commands.sh"; fi
 

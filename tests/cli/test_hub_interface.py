@@ -316,6 +316,30 @@ def test_generate_text_script_on_a_model_folder(trained, unilm, tmp_path):
     )
 
 
+def test_a_folder_records_the_casing_of_its_training_text(trained, tmp_path):
+    """generation.json's "lowercase" (write_model_folder.py --lowercase / --cased) sets the hub's casing: for
+    WordPiece over the vocabulary's own guess, and without WordPiece by lowercasing the text itself."""
+    folder = model_folder(trained, tmp_path, beam=2, min_len=1, max_len_b=8)
+    settings = json.loads((folder / "generation.json").read_text())
+    assert "lowercase" not in settings  # by default the vocabulary decides: uncased here
+    upper, lower = "W1 W3 W5", "w1 w3 w5"
+    assert (
+        UniLMModel.from_pretrained(str(folder)).encode(upper).tolist()
+        == UniLMModel.from_pretrained(str(folder)).encode(lower).tolist()
+    )
+    for bpe, lowercase in (("wordpiece", False), (None, True), (None, False)):
+        written = {**settings, "bpe": bpe, "lowercase": lowercase}
+        (folder / "generation.json").write_text(
+            json.dumps({k: v for k, v in written.items() if v is not None})
+        )
+        hub = UniLMModel.from_pretrained(str(folder))
+        same = hub.encode(upper).tolist() == hub.encode(lower).tolist()
+        assert same == lowercase and hub.src_dict.unk() not in hub.encode(lower).tolist(), (bpe, lowercase)
+    (folder / "generation.json").write_text(json.dumps({**settings, "lowercase": "yes"}))
+    with pytest.raises(ValueError, match='lowercase is "yes", not true or false'):
+        UniLMModel.from_pretrained(str(folder))
+
+
 def test_tune_decoding_keeps_the_best_setting_on_the_validation_pairs(trained, unilm, tmp_path):
     """scripts/tune_decoding.py: each setting's scores are those of the API's outputs with that setting; the
     best by ROUGE-L goes into generation.json (the other settings kept), the whole search beside it."""

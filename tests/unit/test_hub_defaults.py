@@ -91,6 +91,15 @@ def test_the_folder_writer_copies_what_loading_needs_and_refuses_what_is_missing
     assert (tmp_path / "ckpt" / "vocab.txt").read_text() == "[PAD]\nword\n"
     settings = read_generation_defaults(str(tmp_path / "ckpt"))
     assert settings["no_repeat_ngram_exempt"] == [".", ","] and settings["lenpen"] == 0.6
+    assert "lowercase" not in settings  # by default the vocabulary decides
+    # the casing of the training text, and the folder's own files given back to it (settings rewritten)
+    ckpt = tmp_path / "ckpt"
+    for flag, lowercase in (("--lowercase", True), ("--cased", False)):
+        own = ["--dicts", ckpt, *common[2:], "--bpe", "wordpiece", "--bpe-file", ckpt / "vocab.txt", flag]
+        done = write_folder(ckpt, *own)
+        assert done.returncode == 0, done.stderr
+        assert read_generation_defaults(str(ckpt))["lowercase"] is lowercase
+    assert (ckpt / "vocab.txt").read_text() == "[PAD]\nword\n"
     refused = write_folder(tmp_path / "ckpt", *common, "--bpe", "none", "--bpe-file", tmp_path / "vocab")
     assert refused.returncode == 2 and "--bpe-file goes with" in refused.stderr
     missing = write_folder(tmp_path / "ckpt", *common[:3], "checkpoint_last.pt", *common[4:], "--bpe", "none")

@@ -249,13 +249,14 @@ def export_checkpoint(
             "fast QKV" ``pytorch_model.bin`` with ``rel_pos_bias``) or ``s2s-ft`` (separate projections
             with ``rel_pos_bias``: what s2s-ft's decoding reads). All three write ``tokenizer_config.json``.
         data: the folder with the dictionary of the checkpoint's task, when it has moved since training.
-        lowercase: the tokenizer's ``do_lower_case``; None lets the vocabulary decide (cased when it holds
-            cased entries), as ``--bpe wordpiece`` does.
+        lowercase: the tokenizer's ``do_lower_case``; None takes the ``lowercase`` of the model folder's
+            ``generation.json`` (how the recipe cased the training text), else lets the vocabulary decide
+            (cased when it holds cased entries), as ``--bpe wordpiece`` does.
         command: the command line that ran the export, for the model card (default: this call in Python).
     Every export also writes a model card, ``README.md`` (:mod:`~unilm_fairseq.hf_export.model_card`). A
     model fine-tuned by ``--task unilm_seq2seq`` also gets ``generation.json``
-    (:func:`generation_settings`) and, in the ``bert`` layout, ``generate.py``: a script that generates
-    with plain ``transformers`` as ``fairseq-generate`` does here.
+    (:func:`generation_settings`) and, in the ``bert`` layout with a WordPiece vocabulary, ``generate.py``:
+    a script that generates with plain ``transformers`` as ``fairseq-generate`` does here.
 
     Returns:
         an :class:`ExportResult`; task heads (classification, span) are left out, listed and logged.
@@ -294,6 +295,12 @@ def export_checkpoint(
             "training data was encoded with, so tokenize text the same way (BERT's tokenizer fits WordPiece)"
         )
     notes += _untravelled_settings(state)
+    if lowercase is None:  # how the training text was cased, when its model folder records it
+        try:
+            folder = os.path.dirname(os.path.abspath(checkpoint))
+            lowercase = read_generation_defaults(folder).get("lowercase")
+        except ValueError as err:
+            raise ExportError(str(err)) from None
     files: Dict[str, object] = {
         CONFIG_FILE: json.dumps(config, indent=2, sort_keys=True) + "\n",
         layout.weights_file: _weights_file_content(weights.state, layout),
@@ -307,15 +314,20 @@ def export_checkpoint(
     decoding = generation_settings(checkpoint, state, type_ids)
     if decoding is not None:
         files[GENERATION_JSON] = json.dumps(decoding, indent=2) + "\n"
-        if layout.name == "bert":
+        if layout.name == "bert" and isinstance(dictionary, TokenListDictionary):
             with open(STANDALONE_SOURCE, encoding="utf-8") as f:
                 files[GENERATE_SCRIPT] = f.read()
+        elif layout.name == "bert":  # its text goes through BERT's tokenizer: only WordPiece ids fit that
+            notes.append(
+                f"no {GENERATE_SCRIPT}: it tokenizes with BERT's WordPiece, which this dictionary is not"
+            )
     if command is None:
         command = f"export_checkpoint({checkpoint!r}, {out_dir!r}, format={layout.name!r})"
     facts = card_facts(
         checkpoint, state, len(dictionary), decoding=decoding, export_command=command,
         export_format=layout.name, left_out=heads,
     )  # fmt: skip
+    facts.generate_script = GENERATE_SCRIPT in files
     files[MODEL_CARD] = render_card(facts)
     write_files(out_dir, files)
 

@@ -68,6 +68,7 @@ class CardFacts:
     commands: List[str] = field(default_factory=list)
     export_command: str = ""
     export_format: str = "bert"
+    generate_script: bool = False  # the export holds generate.py (bert layout, WordPiece vocabulary)
     has_pooler: bool = False
     left_out: List[str] = field(default_factory=list)  # task heads the format cannot hold
 
@@ -227,7 +228,7 @@ def _scores_section(scores: dict) -> List[str]:
 
 def _usage_section(facts: CardFacts) -> List[str]:
     lines = ["## Use", ""]
-    if facts.decoding is not None and facts.export_format == "bert":
+    if facts.generate_script:
         lines += [
             "Generate with plain `transformers` (the folder's `generate.py` needs only `torch` and",
             "`transformers`; it reads `generation.json` and decodes as the fine-tuning project does):",

@@ -55,7 +55,7 @@ BPE_FILES = {
 REMOTE = ("http://", "https://")
 # a model folder's decoding settings (examples/s2s_ft/finetune.sh writes it beside the checkpoints)
 GENERATION_FILE = "generation.json"
-# each setting and the JSON values it takes: "text", "integer", "number" or "list of text"
+# each setting and the JSON values it takes: "text", "integer", "number", "list of text" or "true or false"
 GENERATION_KEYS = {
     "checkpoint": "text",
     "bpe": "text",
@@ -67,13 +67,14 @@ GENERATION_KEYS = {
     "max_len_b": "integer",
     "no_repeat_ngram_size": "integer",
     "no_repeat_ngram_exempt": "list of text",
+    "lowercase": "true or false",  # how the training text was cased; absent: the vocabulary decides
 }
 
 
 def _is_json_kind(value, kind: str) -> bool:
     """Whether a JSON value is of ``kind`` (GENERATION_KEYS'); true and false are not numbers here."""
-    if isinstance(value, bool):
-        return False
+    if kind == "true or false" or isinstance(value, bool):
+        return kind == "true or false" and isinstance(value, bool)
     if kind == "list of text":
         return isinstance(value, list) and all(isinstance(item, str) for item in value)
     return isinstance(value, {"text": str, "integer": int, "number": (int, float)}[kind])
@@ -106,6 +107,8 @@ class UniLMHubInterface(GeneratorHubInterface):
         self.model = self.models[0]
         # decoding settings the model folder was validated with (its generation.json), used by generate()
         self.generation_defaults = dict(generation_defaults or {})
+        # a model trained on lowercased text whose text encoder does not lowercase itself (not WordPiece)
+        self.lowercase_input = False
 
     @classmethod
     def from_pretrained(
@@ -120,8 +123,9 @@ class UniLMHubInterface(GeneratorHubInterface):
 
         A model folder that ``examples/s2s_ft/finetune.sh`` wrote (its ``checkpoints/``) loads with one
         argument: it holds the dictionaries, ``vocab.txt`` and ``generation.json`` (:data:`GENERATION_FILE`:
-        the checkpoint that was decoded, the tokenizer and the decoding settings of the test run), which
-        give ``checkpoint_file``, ``bpe`` and :meth:`generate`'s defaults unless they are given.
+        the checkpoint that was decoded, the tokenizer and the decoding settings of the test run, and, when
+        the recipe chose it, whether the training text was lowercased), which give ``checkpoint_file``,
+        ``bpe``, the casing and :meth:`generate`'s defaults unless they are given.
 
         Args:
             model_dir: folder of the checkpoint; local only, nothing is downloaded.
@@ -142,6 +146,10 @@ class UniLMHubInterface(GeneratorHubInterface):
         defaults.pop("checkpoint", None)
         if "bpe" in defaults:
             kwargs.setdefault("bpe", defaults.pop("bpe"))
+        lowercase = defaults.pop("lowercase", None)  # the training text's casing, when the folder records it
+        casing_given = {"wordpiece_cased", "wordpiece_lowercase"} & set(kwargs)
+        if lowercase is not None and kwargs.get("bpe") == "wordpiece" and not casing_given:
+            kwargs["wordpiece_lowercase" if lowercase else "wordpiece_cased"] = True
         data_dir = (
             os.path.join(model_dir, data_name_or_path)
             if data_name_or_path.startswith(".")
@@ -159,16 +167,19 @@ class UniLMHubInterface(GeneratorHubInterface):
         loaded = hub_utils.from_pretrained(model_dir, checkpoint_file, data_name_or_path, **kwargs)
         if cls is UniLMHubInterface:  # e.g. a PALM folder: its interface scores through PALM's forward
             cls = cls.BY_TASK.get(getattr(loaded["args"].task, "_name", None), cls)
-        return cls(loaded["args"], loaded["task"], loaded["models"], generation_defaults=defaults)
+        hub = cls(loaded["args"], loaded["task"], loaded["models"], generation_defaults=defaults)
+        hub.lowercase_input = bool(lowercase) and kwargs.get("bpe") != "wordpiece"
+        return hub
 
     def encode(self, sentence: str) -> torch.LongTensor:
         """Raw text -> source ids ``(T,)``: tokenizer, bpe, dictionary, then ``</s>``.
 
         This is what ``fairseq-interactive`` builds from a line; the task's inference dataset turns it
         into "[SOS] text [EOS]" (the final ``</s>`` is [EOS]) and truncates it to
-        ``--max-source-positions``.
+        ``--max-source-positions``. A model folder whose ``generation.json`` says ``"lowercase": true``
+        lowercases the text first, as its training text was (WordPiece: with its accents stripped).
         """
-        return super().encode(sentence)
+        return super().encode(sentence.lower() if self.lowercase_input else sentence)
 
     def decode(self, tokens: Tensor) -> str:
         """Ids ``(T,)`` -> text: ``<s>``/``</s>`` dropped, bpe and tokenizer undone."""
