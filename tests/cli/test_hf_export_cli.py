@@ -11,6 +11,7 @@
 import json
 import logging
 import os
+import shutil
 import sys
 
 import pytest
@@ -173,3 +174,10 @@ def test_seq2seq_checkpoint_exports_to_bert(tmp_path, vocab):
     assert read_json(str(tmp_path / "s2s-ft" / "generation.json")) == generation
     assert not (tmp_path / "s2s-ft" / "generate.py").exists()  # BertForMaskedLM cannot read this layout
     assert "generation.json" in (tmp_path / "s2s-ft" / "README.md").read_text()
+
+    # the model folder alone: its own dictionaries, given as --data or found once the binarized data is gone
+    export(checkpoint, tmp_path / "given", "--data", tmp_path / "ckpt")
+    shutil.move(tmp_path / "bin", tmp_path / "bin-moved")
+    export(checkpoint, tmp_path / "alone")
+    for folder in ("given", "alone"):
+        assert (tmp_path / folder / "vocab.txt").read_text() == (tmp_path / "bert" / "vocab.txt").read_text()

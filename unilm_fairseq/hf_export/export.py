@@ -13,6 +13,7 @@ from typing import Dict, List, Optional, Tuple
 from fairseq import checkpoint_utils, tasks
 from fairseq.models import ARCH_MODEL_REGISTRY, MODEL_REGISTRY
 from fairseq.utils import safe_getattr
+from omegaconf import open_dict
 
 from .. import seq2seq_layout
 from ..checkpoint.unilmv2_init import FINETUNING_TASK
@@ -85,6 +86,7 @@ def read_checkpoint(checkpoint: str, data: Optional[str] = None) -> dict:
     cfg = state.get("cfg")
     if cfg is None or safe_getattr(cfg, "model") is None or "model" not in state:
         raise ExportError(f"{checkpoint}: no model config or weights; is it a fairseq training checkpoint?")
+    _read_model_folder_dictionaries(checkpoint, cfg.task, given=bool(data))
     name, cls = _model_name(cfg)
     if cls is None or not issubclass(cls, UniLMv2Model):
         what = f"a {name} model" + (f" ({cls.__name__})" if cls is not None else "")
@@ -95,6 +97,25 @@ def read_checkpoint(checkpoint: str, data: Optional[str] = None) -> dict:
         )
         raise ExportError(f"{checkpoint} holds {what}: {why}")
     return state
+
+
+def _has_pair_dictionaries(folder: str) -> bool:
+    return all(os.path.isfile(os.path.join(folder, f"dict.{side}.txt")) for side in ("src", "tgt"))
+
+
+def _read_model_folder_dictionaries(checkpoint: str, task_cfg, given: bool) -> None:
+    """Let a seq2seq task read a model folder's ``dict.src.txt`` / ``dict.tgt.txt``: the folder given as
+    ``data``, or the checkpoint's own when the recorded data folder is gone (a model folder keeps the
+    dictionaries, not the binarized files fairseq infers the language pair from)."""
+    if "source_lang" not in task_cfg:  # tasks with one dictionary (dict.txt) read it as they are
+        return
+    data = safe_getattr(task_cfg, "data")
+    folder = os.path.dirname(os.path.abspath(checkpoint))
+    with open_dict(task_cfg):
+        if not given and not (data and os.path.isdir(str(data))) and _has_pair_dictionaries(folder):
+            task_cfg.data, data = folder, folder
+        if data and _has_pair_dictionaries(str(data)) and not task_cfg.source_lang:
+            task_cfg.source_lang, task_cfg.target_lang = "src", "tgt"
 
 
 def load_dictionary(checkpoint: str, state: dict):
