@@ -340,6 +340,16 @@ def test_a_folder_records_the_casing_of_its_training_text(trained, tmp_path):
         UniLMModel.from_pretrained(str(folder))
 
 
+def test_the_palm_interface_refuses_another_task_s_folder(trained, tmp_path):
+    """PALMHubInterface on an s2s-ft folder is an error naming both tasks, not an interface whose score and
+    extract_features fail later."""
+    from unilm_fairseq.hub.palm import PALMHubInterface
+
+    folder = model_folder(trained, tmp_path, beam=2, min_len=1, max_len_b=8)
+    with pytest.raises(ValueError, match="holds a --task unilm_seq2seq model, not palm_seq2seq"):
+        PALMHubInterface.from_pretrained(str(folder))
+
+
 def test_tune_decoding_keeps_the_best_setting_on_the_validation_pairs(trained, unilm, tmp_path):
     """scripts/tune_decoding.py: each setting's scores are those of the API's outputs with that setting; the
     best by ROUGE-L goes into generation.json (the other settings kept), the whole search beside it."""

@@ -165,8 +165,14 @@ class UniLMHubInterface(GeneratorHubInterface):
         kwargs.setdefault("user_dir", PACKAGE_DIR)
         kwargs.update(_local_bpe_files(model_dir, kwargs))
         loaded = hub_utils.from_pretrained(model_dir, checkpoint_file, data_name_or_path, **kwargs)
+        task_name = getattr(loaded["args"].task, "_name", None)
         if cls is UniLMHubInterface:  # e.g. a PALM folder: its interface scores through PALM's forward
-            cls = cls.BY_TASK.get(getattr(loaded["args"].task, "_name", None), cls)
+            cls = cls.BY_TASK.get(task_name, cls)
+        elif cls.TASK is not None and task_name != cls.TASK:
+            raise ValueError(
+                f"{model_dir} holds a --task {task_name} model, not {cls.TASK}: load it with "
+                f"UniLMHubInterface.from_pretrained, which picks the interface of its task"
+            )
         hub = cls(loaded["args"], loaded["task"], loaded["models"], generation_defaults=defaults)
         hub.lowercase_input = bool(lowercase) and kwargs.get("bpe") != "wordpiece"
         return hub
