@@ -103,6 +103,9 @@ def main(argv=None) -> int:
     except (OSError, ValueError) as error:  # a missing folder or checkpoint, a bad generation.json or input
         print(f"error: {error}", file=sys.stderr)
         return 1
+    except RuntimeError as error:  # torch on a checkpoint cut short or not a checkpoint at all
+        print(f"error: {args.model_dir}: cannot load its checkpoint ({error})", file=sys.stderr)
+        return 1
     settings = {name: getattr(args, name) for name in DECODING_OPTIONS if getattr(args, name) is not None}
     try:
         outputs = generate_lines(hub, sources, settings, args.batch_size, args.chunk_lines)

@@ -306,6 +306,12 @@ def test_generate_text_script_on_a_model_folder(trained, unilm, tmp_path):
     bad = run_cli(["python", script, str(tmp_path / "nowhere"), "a text"], check=False)
     assert bad.returncode == 1 and "error: model directory not found" in bad.stderr
     assert "Traceback" not in bad.stderr
+    cut = folder / "checkpoint_last.pt"  # a checkpoint cut short (a copy interrupted): one error line
+    cut.write_bytes(cut.read_bytes()[:1000])
+    bad = run_cli(["python", script, str(folder), "a text"], check=False)
+    assert (
+        bad.returncode == 1 and "cannot load its checkpoint" in bad.stderr and "Traceback" not in bad.stderr
+    )
     # an output the script could not write is refused before the model loads, not after the decoding
     out = str(tmp_path / "no" / "out.txt")
     unwritable = run_cli(["python", script, str(folder), "a text", "--output", out], check=False)

@@ -3,7 +3,10 @@ WordPiece tokenizer reads the model's ids."""
 
 import json
 
+import pytest
+
 from unilm_fairseq.hf_export import export_checkpoint
+from unilm_fairseq.hf_export.layouts import ExportError
 
 from ..helpers.hub import save_seq2seq_checkpoint
 from ..helpers.seq2seq import D, sharpened_model
@@ -28,3 +31,15 @@ def test_a_fairseq_dictionary_gets_no_generate_script_and_the_folder_casing_is_k
     told = export_checkpoint(checkpoint, str(tmp_path / "told"), format="bert", lowercase=True).out_dir
     with open(f"{told}/tokenizer_config.json", encoding="utf-8") as f:
         assert json.load(f)["do_lower_case"] is True
+
+
+def test_a_broken_file_beside_the_checkpoint_is_named(tmp_path):
+    checkpoint = save_seq2seq_checkpoint(
+        str(tmp_path / "ckpt"), sharpened_model(D, "pseudo_masked", rel_pos_bins=0), 12, 10
+    )
+    (tmp_path / "ckpt" / "scores.json").write_text('{"num_pairs": 3,')
+    with pytest.raises(ExportError, match=r"scores.json: not a JSON file"):
+        export_checkpoint(checkpoint, str(tmp_path / "out"), format="bert")
+    (tmp_path / "ckpt" / "scores.json").write_text("[1, 2]")
+    with pytest.raises(ExportError, match=r"scores.json: a JSON list, not an object"):
+        export_checkpoint(checkpoint, str(tmp_path / "out"), format="bert")

@@ -18,6 +18,7 @@ from omegaconf import ListConfig
 
 from ..checkpoint.converted import ORIGIN_KEY
 from ..checkpoint.packed_weights import PACKED_KEY
+from .layouts import ExportError
 
 SCORES_FILE = "scores.json"  # rouge_table.py's or score.py's --json, which the recipes copy there
 COMMANDS_FILE = "commands.sh"  # every command a recipe ran, in order, copied beside the checkpoints
@@ -74,10 +75,17 @@ class CardFacts:
 
 
 def _read_json(path: str) -> Optional[dict]:
+    """A JSON object beside the checkpoint, None without the file; a broken one is an ``ExportError``."""
     if not os.path.isfile(path):
         return None
-    with open(path, encoding="utf-8") as f:
-        return json.load(f)
+    try:
+        with open(path, encoding="utf-8") as f:
+            found = json.load(f)
+    except ValueError as err:  # not JSON, or not UTF-8
+        raise ExportError(f"{path}: not a JSON file ({err}); fix or remove it") from None
+    if not isinstance(found, dict):
+        raise ExportError(f"{path}: a JSON {type(found).__name__}, not an object; fix or remove it")
+    return found
 
 
 def _read_commands(path: str) -> List[str]:
