@@ -2,6 +2,7 @@
 WordPiece tokenizer reads the model's ids."""
 
 import json
+import os
 
 import pytest
 
@@ -43,3 +44,24 @@ def test_a_broken_file_beside_the_checkpoint_is_named(tmp_path):
     (tmp_path / "ckpt" / "scores.json").write_text("[1, 2]")
     with pytest.raises(ExportError, match=r"scores.json: a JSON list, not an object"):
         export_checkpoint(checkpoint, str(tmp_path / "out"), format="bert")
+
+
+def test_a_folder_that_decoded_another_checkpoint_lends_it_neither_settings_nor_scores(tmp_path):
+    """Exporting checkpoint_last.pt from a folder whose test run decoded checkpoint_best.pt: generation.json
+    gets the default search settings, and the card names the decoded checkpoint instead of showing its
+    scores as this one's."""
+    checkpoint = save_seq2seq_checkpoint(
+        str(tmp_path / "ckpt"), sharpened_model(D, "pseudo_masked", rel_pos_bins=0), 12, 10
+    )
+    name = os.path.basename(checkpoint)
+    scores = {"num_pairs": 3, "rouge_backend": "rouge-score", "scores": {"model": {"rouge1": 41.5}}}
+    (tmp_path / "ckpt" / "scores.json").write_text(json.dumps(scores))
+    for decoded, beam in (("other.pt", 5), (name, 3)):
+        (tmp_path / "ckpt" / "generation.json").write_text(json.dumps({"checkpoint": decoded, "beam": 3}))
+        out = export_checkpoint(checkpoint, str(tmp_path / decoded), format="bert").out_dir
+        with open(f"{out}/generation.json", encoding="utf-8") as f:
+            assert json.load(f)["beam"] == beam
+        with open(f"{out}/README.md", encoding="utf-8") as f:
+            card = f.read()
+        assert ("41.50" in card) == (decoded == name)
+        assert ("decoded the test set with `other.pt`" in card) == (decoded != name)

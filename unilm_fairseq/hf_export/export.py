@@ -222,8 +222,23 @@ def generation_settings(checkpoint: str, state: dict, type_ids: Tuple[int, int])
         decoded = read_generation_defaults(os.path.dirname(os.path.abspath(checkpoint)))
     except ValueError as err:
         raise ExportError(str(err)) from None
+    other = decoded_elsewhere(checkpoint, decoded)
+    if other:
+        logger.warning(
+            "%s: its folder decoded the test set with %s, not this checkpoint: generation.json gets the "
+            "default search settings, and the model card leaves out that checkpoint's scores",
+            checkpoint, other,
+        )  # fmt: skip
+        return settings
     settings.update((key, value) for key, value in decoded.items() if key in SEARCH_KEYS)
     return settings
+
+
+def decoded_elsewhere(checkpoint: str, decoded: dict) -> Optional[str]:
+    """The checkpoint a model folder's ``generation.json`` (``decoded``) says was decoded, when it is not
+    ``checkpoint``: its settings and test scores are that one's."""
+    named = decoded.get("checkpoint")
+    return named if named and named != os.path.basename(checkpoint) else None
 
 
 def _weights_file_content(state, layout: Layout):
@@ -344,9 +359,15 @@ def export_checkpoint(
             )
     if command is None:
         command = f"export_checkpoint({checkpoint!r}, {out_dir!r}, format={layout.name!r})"
+    try:
+        other = decoded_elsewhere(
+            checkpoint, read_generation_defaults(os.path.dirname(os.path.abspath(checkpoint)))
+        )
+    except ValueError as err:
+        raise ExportError(str(err)) from None
     facts = card_facts(
         checkpoint, state, len(dictionary), decoding=decoding, export_command=command,
-        export_format=layout.name, left_out=heads,
+        export_format=layout.name, left_out=heads, decoded_elsewhere=other,
     )  # fmt: skip
     facts.generate_script = GENERATE_SCRIPT in files
     files[MODEL_CARD] = render_card(facts)

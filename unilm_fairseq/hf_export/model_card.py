@@ -70,6 +70,7 @@ class CardFacts:
     export_command: str = ""
     export_format: str = "bert"
     generate_script: bool = False  # the export holds generate.py (bert layout, WordPiece vocabulary)
+    decoded_elsewhere: Optional[str] = None  # the folder decoded (and scored) this other checkpoint
     has_pooler: bool = False
     left_out: List[str] = field(default_factory=list)  # task heads the format cannot hold
 
@@ -115,6 +116,7 @@ def card_facts(
     export_command: str,
     export_format: str,
     left_out: List[str],
+    decoded_elsewhere: Optional[str] = None,
 ) -> CardFacts:
     """The facts of ``checkpoint`` (its loaded ``state``) and of the model folder that holds it."""
     cfg = state["cfg"]
@@ -137,8 +139,9 @@ def card_facts(
         has_pooler="pooler.dense.weight" in state["model"],
         left_out=list(left_out),
         decoding=decoding,
-        scores=_read_json(os.path.join(folder, SCORES_FILE)),
+        scores=None if decoded_elsewhere else _read_json(os.path.join(folder, SCORES_FILE)),
         commands=_read_commands(os.path.join(folder, COMMANDS_FILE)),
+        decoded_elsewhere=decoded_elsewhere,
     )
     if decoding is not None:
         facts.method = str(decoding["method"])
@@ -316,10 +319,18 @@ def render_card(facts: CardFacts) -> str:
         rows.append(["best validation", facts.best_validation])
     lines += _table(rows, ["", "value"]) + [""]
     if facts.decoding is not None:
-        lines += ["## Decoding", "", "The settings the test set was decoded with (`generation.json`):", ""]
+        said = "The settings the test set was decoded with (`generation.json`):"
+        if facts.decoded_elsewhere:
+            said = (
+                f"The model folder decoded the test set with `{facts.decoded_elsewhere}`, not this "
+                "checkpoint: `generation.json` holds the default search settings:"
+            )
+        lines += ["## Decoding", "", said, ""]
         lines += _table([[k, json.dumps(v)] for k, v in facts.decoding.items()], ["setting", "value"]) + [""]
     if facts.scores:
         lines += _scores_section(facts.scores)
+    elif facts.decoded_elsewhere:
+        lines += ["## Scores", "", f"The folder's test scores are those of `{facts.decoded_elsewhere}`.", ""]
     else:
         lines += ["## Scores", "", "None recorded beside the checkpoint (no scores.json).", ""]
     lines += _usage_section(facts)
