@@ -218,10 +218,7 @@ def generation_settings(checkpoint: str, state: dict, type_ids: Tuple[int, int])
         "no_repeat_ngram_size": 0,
         "no_repeat_ngram_exempt": exempt.split() if isinstance(exempt, str) else list(exempt),
     }
-    try:
-        decoded = read_generation_defaults(os.path.dirname(os.path.abspath(checkpoint)))
-    except ValueError as err:
-        raise ExportError(str(err)) from None
+    decoded = folder_generation_defaults(checkpoint)
     other = decoded_elsewhere(checkpoint, decoded)
     if other:
         logger.warning(
@@ -232,6 +229,14 @@ def generation_settings(checkpoint: str, state: dict, type_ids: Tuple[int, int])
         return settings
     settings.update((key, value) for key, value in decoded.items() if key in SEARCH_KEYS)
     return settings
+
+
+def folder_generation_defaults(checkpoint: str) -> dict:
+    """The ``generation.json`` of the model folder that holds ``checkpoint`` (``{}`` without one)."""
+    try:
+        return read_generation_defaults(os.path.dirname(os.path.abspath(checkpoint)))
+    except ValueError as err:
+        raise ExportError(str(err)) from None
 
 
 def decoded_elsewhere(checkpoint: str, decoded: dict) -> Optional[str]:
@@ -331,12 +336,9 @@ def export_checkpoint(
             "training data was encoded with, so tokenize text the same way (BERT's tokenizer fits WordPiece)"
         )
     notes += _untravelled_settings(state)
+    folder_settings = folder_generation_defaults(checkpoint)
     if lowercase is None:  # how the training text was cased, when its model folder records it
-        try:
-            folder = os.path.dirname(os.path.abspath(checkpoint))
-            lowercase = read_generation_defaults(folder).get("lowercase")
-        except ValueError as err:
-            raise ExportError(str(err)) from None
+        lowercase = folder_settings.get("lowercase")
     files: Dict[str, object] = {
         CONFIG_FILE: json.dumps(config, indent=2, sort_keys=True) + "\n",
         layout.weights_file: _weights_file_content(weights.state, layout),
@@ -359,12 +361,7 @@ def export_checkpoint(
             )
     if command is None:
         command = f"export_checkpoint({checkpoint!r}, {out_dir!r}, format={layout.name!r})"
-    try:
-        other = decoded_elsewhere(
-            checkpoint, read_generation_defaults(os.path.dirname(os.path.abspath(checkpoint)))
-        )
-    except ValueError as err:
-        raise ExportError(str(err)) from None
+    other = decoded_elsewhere(checkpoint, folder_settings)
     facts = card_facts(
         checkpoint, state, len(dictionary), decoding=decoding, export_command=command,
         export_format=layout.name, left_out=heads, decoded_elsewhere=other,
