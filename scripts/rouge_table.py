@@ -45,6 +45,7 @@ from unilm_fairseq.scoring.metrics import (
     DETOKENIZERS,
     ROUGE_BACKENDS,
     detokenize,
+    drop_unknown_words,
     hypotheses_in_line_order,
     rouge_pair_scores,
     rouge_scores,
@@ -148,7 +149,12 @@ def main(argv=None) -> int:
                 raise ValueError(f"{path} has {len(hyps)} lines but {args.ref} has {len(refs)}")
             systems[name] = hyps
         for name, path in args.generated:
-            hyps = hypotheses_in_line_order(read_lines(path), len(refs))
+            hyps, dropped = drop_unknown_words(hypotheses_in_line_order(read_lines(path), len(refs)))
+            if dropped:  # as scripts/score.py does: a generated [UNK] is no word
+                print(
+                    f"{name}: dropped {dropped} unknown-word tokens ([UNK]) from its hypotheses",
+                    file=sys.stderr,
+                )
             systems[name] = [detokenize(h, args.detok) for h in hyps]
     except (OSError, ValueError, PerlRougeUnavailableError) as err:
         print(f"error: {err}", file=sys.stderr)

@@ -1,5 +1,6 @@
 """scripts/score.py and scripts/rouge_table.py on bad input: one error line, exit 1, never a traceback."""
 
+import json
 import os
 import sys
 
@@ -101,3 +102,16 @@ def test_options_are_refused_before_any_scoring(files, capsys, monkeypatch, scri
         script.main(argv)
     assert exit_info.value.code == 2 and message in capsys.readouterr().err
     assert not scored
+
+
+def test_rouge_table_drops_a_generated_unknown_word(tmp_path, capsys):
+    """As score.py does: a generated [UNK] is no word, so it neither matches nor lengthens a hypothesis."""
+    (tmp_path / "ref").write_text("the cat sat on the mat\n")
+    (tmp_path / "gen.out").write_text("D-0\t-1.0\tthe [UNK] cat sat\n")
+    (tmp_path / "plain.out").write_text("D-0\t-1.0\tthe cat sat\n")
+    argv = ["--ref", str(tmp_path / "ref"), "--generated", f"x={tmp_path / 'gen.out'}",
+            "--generated", f"y={tmp_path / 'plain.out'}", "--json", str(tmp_path / "s.json")]  # fmt: skip
+    assert rouge_table.main(argv) == 0
+    assert "x: dropped 1 unknown-word tokens" in capsys.readouterr().err
+    scores = json.loads((tmp_path / "s.json").read_text())["scores"]
+    assert scores["x"] == scores["y"]
