@@ -16,8 +16,8 @@ Task heads (classification, span) are left out, with a warning naming them. Ever
 card, README.md: the base model, the architecture, the training settings, and what the model folder holds
 beside the checkpoint (generation.json, scores.json and commands.sh, which examples/s2s_ft/finetune.sh
 writes). A model fine-tuned by --task unilm_seq2seq also gets generation.json (the s2s-ft method, limits,
-segment ids and decoding settings) and, with --format bert, generate.py, which generates from the folder
-with plain transformers:
+segment ids and decoding settings) and, with --format bert and a WordPiece vocabulary, generate.py, which
+generates from the folder with plain transformers:
 
     python out/bert/generate.py out/bert "A text to summarize."
 """

@@ -34,7 +34,8 @@
 #               those in its model_args.txt, the decoder takes the encoder's width, heads and FFN and ARCH's
 #               depth (--decoder-layers N among the fairseq-train flags changes it)
 #   NO_COPY     1: ablate the pointer (--no-copy, the paper's Table 6 ablation) [0; a palm PRETRAINED
-#               trained without the pointer fine-tunes without it either way]
+#               trained without the pointer fine-tunes without it either way, unless ARCH is set: then
+#               NO_COPY=1]
 #   ABLATION    autoencoding or autoregression: Table 6's other ablations of PRETRAINED, the encoder or the
 #               decoder left at random initialisation (--pretrained-ablation, PALM §3.7) [none]
 #   GPUS        GPUs fairseq-train uses [all visible]; --update-freq = TOTAL_BATCH / (GPUS * BATCH_PER_GPU)
