@@ -63,7 +63,9 @@ class PALMCriterion(FairseqCriterion):
             log.update(loss=mlm_sum.data, mlm_loss=mlm_sum.data, sample_size=mlm_tokens)
             return mlm_sum, mlm_tokens, log
 
-        trains_mlm = self.task.trains_mlm and mlm_tokens > 0
+        # the MLM head runs on every batch, one without a masked token too: each worker then logs the same
+        # keys (fairseq all-reduces them as one list) and DDP sees every parameter used
+        trains_mlm = self.task.trains_mlm
         lprobs, extra = model(
             net_input["src_tokens"],
             net_input["src_lengths"],
@@ -76,9 +78,11 @@ class PALMCriterion(FairseqCriterion):
         log.update(lm_loss=lm_sum.data, nll_loss=nll.sum().data, lm_tokens=lm_tokens, sample_size=lm_tokens)
         loss = lm_sum
         if trains_mlm:
-            mlm_sum = token_losses(extra["encoder_mlm_logits"], mlm_target)[1].sum()
+            mlm_sum = token_losses(extra["encoder_mlm_logits"], mlm_target)[1].sum()  # 0 when none is masked
             log["mlm_loss"] = mlm_sum.data
             loss = weighted_joint_loss(lm_sum, lm_tokens, mlm_sum, mlm_tokens, self.task.cfg.mlm_weight)
+            if mlm_tokens == 0:
+                loss = loss + 0.0 * mlm_sum  # the head stays in the graph, with zero gradients
         log["loss"] = loss.data
         return loss, lm_tokens, log
 

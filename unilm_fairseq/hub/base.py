@@ -93,14 +93,16 @@ def is_one_input(inputs: Inputs) -> bool:
 class UniLMHubInterface(GeneratorHubInterface):
     """A loaded ``unilm_seq2seq`` model with its dictionary and text encoder (see the module docstring)."""
 
-    # the interface of each other task's checkpoints: a subclass names its task (``TASK``) and is entered here
+    # the interface of each other task's checkpoints: a subclass names its tasks (``TASK``, the one its model
+    # folders come from, and ``OTHER_TASKS``) and is entered here for each
     BY_TASK: Dict[str, type] = {}
     TASK: Optional[str] = None
+    OTHER_TASKS: Tuple[str, ...] = ()
 
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)
-        if cls.TASK is not None:
-            UniLMHubInterface.BY_TASK[cls.TASK] = cls
+        for task in (cls.TASK, *cls.OTHER_TASKS) if cls.TASK is not None else ():
+            UniLMHubInterface.BY_TASK[task] = cls
 
     def __init__(self, cfg, task, models, generation_defaults: Optional[Dict] = None):
         super().__init__(cfg, task, models)
@@ -168,7 +170,7 @@ class UniLMHubInterface(GeneratorHubInterface):
         task_name = getattr(loaded["args"].task, "_name", None)
         if cls is UniLMHubInterface:  # e.g. a PALM folder: its interface scores through PALM's forward
             cls = cls.BY_TASK.get(task_name, cls)
-        elif cls.TASK is not None and task_name != cls.TASK:
+        elif cls.TASK is not None and task_name not in (cls.TASK, *cls.OTHER_TASKS):
             raise ValueError(
                 f"{model_dir} holds a --task {task_name} model, not {cls.TASK}: load it with "
                 f"UniLMHubInterface.from_pretrained, which picks the interface of its task"

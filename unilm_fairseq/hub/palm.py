@@ -34,6 +34,7 @@ class PALMHubInterface(UniLMHubInterface):
     """
 
     TASK = "palm_seq2seq"  # UniLMHubInterface.from_pretrained gives this task's folders this interface
+    OTHER_TASKS = ("palm_pretrain",)  # and a pre-trained model's: its continuations, scored the same way
 
     def _check_lengths(self, name: str, inputs: List[Tensor], side: int) -> None:
         """A ``ValueError`` naming the inputs longer than the model's positions on ``side`` (0: source,
