@@ -64,6 +64,18 @@ def test_window_too_small_for_the_question_is_a_clear_error(tmp_path):
         SquadQATask.setup_task(SquadQAConfig(data=str(tmp_path), qa_tokenizer="sentencepiece"))
 
 
+def test_a_file_with_no_question_left_is_a_clear_error(task, tmp_path):
+    """Every question skipped (here: all empty) leaves no window: one error naming the file, not an
+    IndexError inside fairseq's batching."""
+    qas = [{"id": f"q{i}", "question": "", "answers": [{"text": "nu", "answer_start": 35}]} for i in range(3)]
+    context = "kalo mire . beta zita Kamo . alpha nu ."
+    data = {"version": "v2.0", "data": [{"title": "t", "paragraphs": [{"context": context, "qas": qas}]}]}
+    (tmp_path / "empty.json").write_text(json.dumps(data))
+    for training in (True, False):
+        with pytest.raises(ValueError, match=r"empty.json: no question left to"):
+            task.load_squad(str(tmp_path / "empty.json"), training=training)
+
+
 def test_pretrained_checkpoint_keeps_weights_and_starts_a_fresh_span_head(task, tmp_path):
     cfg = tiny_config(max_positions=16)
     torch.manual_seed(3)

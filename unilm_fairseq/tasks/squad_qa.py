@@ -153,6 +153,10 @@ class SquadQATask(SharedDictionaryTask):
             stats["answer_mismatch"], stats["no_answer"], stats["truncated_question"],
             self.cfg.max_query_length,
         )  # fmt: skip
+        if not windows:  # as the other tasks' "no pair left": before fairseq's batching fails on nothing
+            raise ValueError(
+                f"{path}: no question left to {'train on' if training else 'answer'} (see the counts above)"
+            )
         return SquadWindowDataset(examples, tokenized, windows, self.dictionary, stats)
 
     def build_prepared_model(self, cfg, from_checkpoint=False):
