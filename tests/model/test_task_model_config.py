@@ -20,7 +20,7 @@ PALM = {"_name": "palm_tiny", "encoder_layers": 1, "decoder_layers": 1, "max_sou
 
 # task section, model section, for each task the plugin registers
 CASES = {
-    "pmlm": ({"tokens_per_sample": 128}, UNILM),
+    "pmlm": ({}, UNILM),
     "unilm": (
         {},
         {
@@ -95,19 +95,3 @@ def test_each_task_prepares_the_model_config_once_per_build(
     model = task.build_model(cfg.model, from_checkpoint=from_checkpoint)
     assert model is not None
     assert prepare_calls == [from_checkpoint]
-
-
-@pytest.mark.parametrize("key", ["pmlm", "unilm"])
-def test_blocks_longer_than_the_position_table_are_an_error(key, data, one_thread):
-    """--tokens-per-sample beyond the model's positions: fairseq would skip every longer block of every
-    epoch with one generic warning (or fail inside its batching when none is left), so the build stops,
-    naming both numbers."""
-    task_section, model_section = CASES[key]
-    model = {**model_section, "max_positions": 64}
-    cfg = OmegaConf.create({"common": {"seed": 1}, "task": {"_name": key, "data": data, **task_section,
-                            "tokens_per_sample": 96}, "model": model})  # fmt: skip
-    add_defaults(cfg)
-    with pytest.raises(ValueError, match="--tokens-per-sample 96 is more than the model's 64 positions"):
-        tasks.setup_task(cfg.task).build_model(cfg.model)
-    cfg.task.tokens_per_sample = 64
-    assert tasks.setup_task(cfg.task).build_model(cfg.model).max_positions() == 64

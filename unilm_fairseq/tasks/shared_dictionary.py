@@ -81,18 +81,6 @@ class SharedDictionaryTask(PreparedModelTask, MixedPrecisionTask, FairseqTask):
         super().__init__(cfg)
         self.dictionary = dictionary
 
-    def build_prepared_model(self, cfg, from_checkpoint=False):
-        model = super().build_prepared_model(cfg, from_checkpoint)
-        wanted = getattr(self.cfg, "tokens_per_sample", None)
-        limit = model.max_positions() if hasattr(model, "max_positions") else None
-        if wanted and isinstance(limit, int) and wanted > limit:  # fairseq would skip every longer block
-            raise ValueError(
-                f"--tokens-per-sample {wanted} is more than the model's {limit} positions: fairseq would "
-                f"skip every block longer than {limit} tokens; give --tokens-per-sample {limit} or less, or "
-                f"a model with --max-positions {wanted}"
-            )
-        return model
-
     def build_criterion(self, cfg, from_checkpoint=False):
         if cfg is None and self.default_criterion is not None:
             logger.info("the checkpoint names no criterion: using %s, the task's own", self.default_criterion)
