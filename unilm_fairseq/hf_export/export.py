@@ -190,13 +190,15 @@ def seq2seq_type_ids(state: dict, type_rows: int) -> Tuple[Tuple[int, int], str]
     return seq2seq_layout.pretrained_segments(type_rows), f"{type_rows} segment embeddings"
 
 
-def generation_settings(checkpoint: str, state: dict, type_ids: Tuple[int, int]) -> Optional[dict]:
+def generation_settings(
+    checkpoint: str, state: dict, type_ids: Tuple[int, int], decoded: dict
+) -> Optional[dict]:
     """What a decoder outside this project needs to generate as ``fairseq-generate`` does here, for a
     checkpoint fine-tuned by ``--task unilm_seq2seq`` (None for any other): the s2s-ft method, the source
     and target limits, the segment ids, and the search settings of the model folder's ``generation.json``
-    (the ones the test set was decoded with), else the hub's defaults (beam 5, lenpen 1, min_len 1, an
-    output as long as the target limit allows, no n-gram blocking) with the task's length-penalty style
-    and exempt tokens."""
+    (``decoded``, :func:`folder_generation_defaults`: the ones the test set was decoded with), else the
+    hub's defaults (beam 5, lenpen 1, min_len 1, an output as long as the target limit allows, no n-gram
+    blocking) with the task's length-penalty style and exempt tokens."""
     cfg = state["cfg"]
     if cfg.task._name != FINETUNING_TASK:
         return None
@@ -218,7 +220,6 @@ def generation_settings(checkpoint: str, state: dict, type_ids: Tuple[int, int])
         "no_repeat_ngram_size": 0,
         "no_repeat_ngram_exempt": exempt.split() if isinstance(exempt, str) else list(exempt),
     }
-    decoded = folder_generation_defaults(checkpoint)
     other = decoded_elsewhere(checkpoint, decoded)
     if other:
         logger.warning(
@@ -349,7 +350,7 @@ def export_checkpoint(
         + "\n",
     }
     heads = head_names(weights.dropped)
-    decoding = generation_settings(checkpoint, state, type_ids)
+    decoding = generation_settings(checkpoint, state, type_ids, folder_settings)
     if decoding is not None:
         files[GENERATION_JSON] = json.dumps(decoding, indent=2) + "\n"
         if layout.name == "bert" and isinstance(dictionary, TokenListDictionary):
