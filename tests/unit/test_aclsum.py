@@ -145,7 +145,7 @@ def test_a_bad_dataset_line_is_named(tmp_path, capsys):
     with pytest.raises(ValueError, match=r"bad.jsonl:2: a JSON list, not a paper's object"):
         aclsum.read_papers(str(bad))
     bad.write_bytes(b'{"id": "\xff"}\n')
-    with pytest.raises(ValueError, match=r"bad.jsonl: not UTF-8 text"):
+    with pytest.raises(ValueError, match=r"bad.jsonl:1: not UTF-8 \(byte 0xff"):
         aclsum.read_papers(str(bad))
     assert aclsum.read_papers(str(write_bom(tmp_path / "bom.jsonl"))) == [{"id": "P1"}]
     for name in aclsum.SPLITS.values():

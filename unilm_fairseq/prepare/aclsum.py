@@ -33,6 +33,8 @@ import os
 from dataclasses import dataclass, field
 from typing import Callable, Dict, Iterable, List, Optional, Sequence, Tuple
 
+from ..encoders.text_lines import read_lines
+
 logger = logging.getLogger(__name__)
 
 ASPECTS = ("challenge", "approach", "outcome")
@@ -68,12 +70,7 @@ def read_papers(path: str) -> List[dict]:
     """One dict per line of an ACLSum ``.jsonl`` file; a line that is not a JSON object is a ``ValueError``
     naming the file and line."""
     papers = []
-    try:
-        with open(path, encoding="utf-8-sig") as f:
-            lines = f.read().split("\n")
-    except UnicodeDecodeError as err:
-        raise ValueError(f"{path}: not UTF-8 text ({err})") from None
-    for number, line in enumerate(lines, 1):
+    for number, line in enumerate(read_lines(path), 1):  # a byte that is not UTF-8: named with its line
         if not line.strip():
             continue
         try:
