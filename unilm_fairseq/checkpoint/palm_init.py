@@ -265,7 +265,7 @@ def load_unilmv2_encoder(model, state: Dict[str, Tensor], path: str) -> None:
     tokens = state.get(unilmv2.TOKEN_TABLE)
     if tokens is None:
         raise ValueError(f"{path} is not a unilmv2 checkpoint (no {unilmv2.TOKEN_TABLE})")
-    hints = {TOKEN_TABLE: token_table_hint, **{prefix: NO_POINTER_HINT for prefix in palm.POINTER_PARTS}}
+    hints = {TOKEN_TABLE: token_table_hint}
     check_fits({TOKEN_TABLE: own[TOKEN_TABLE]}, {TOKEN_TABLE: tokens}, source=path, hints=hints)
     new[TOKEN_TABLE] = tokens
     positions = state[unilmv2.POSITION_TABLE]
