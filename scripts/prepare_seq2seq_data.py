@@ -285,6 +285,9 @@ def main(argv=None):
             stats["truncated_target"],
             token_limit(args.max_target_tokens),
         )
+        if stats["highlight_without_sentence"]:
+            count = stats["highlight_without_sentence"]
+            logger.warning("%s: %d @highlight markers with no sentence after them (ignored)", split, count)
         if stats["answer_offset_mismatch"]:
             logger.warning("%s: %d answers not at their answer_start", split, stats["answer_offset_mismatch"])
         if fit_source is not None:

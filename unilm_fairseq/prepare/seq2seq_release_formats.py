@@ -8,7 +8,8 @@ one example: whitespace inside a text (newlines included) becomes one space.
 
 Counts go into a ``collections.Counter`` passed as ``stats``: ``missing`` (ids listed in a split file whose
 document is absent), ``skipped_empty`` (an empty source or target), ``truncated_source`` /
-``truncated_target`` and ``written``. A file that does not follow its format raises ``ValueError`` naming it.
+``truncated_target``, ``written``, and ``highlight_without_sentence`` (CNN/DM ``@highlight`` markers with
+no sentence after them). A file that does not follow its format raises ``ValueError`` naming it.
 """
 
 import hashlib
@@ -102,26 +103,26 @@ def read_line_pairs(
         yield Pair((normalize(source),), tuple(normalize(s) for s in sentences))
 
 
-def parse_story(path: str) -> Tuple[str, List[str]]:
+def parse_story(path: str, stats: Optional[Counter] = None) -> Tuple[str, List[str]]:
     """Article and highlights of a ``.story`` file: paragraphs, then ``@highlight`` lines each followed
     by one highlight sentence. Like the reference script (abisee/cnn-dailymail), every line after the
-    first ``@highlight`` is a highlight."""
+    first ``@highlight`` is a highlight, and an ``@highlight`` with no sentence after it (two in a row, or
+    one at the end) adds nothing; such markers are counted in ``stats["highlight_without_sentence"]``."""
+    stats = Counter() if stats is None else stats
     paragraphs, highlights, waiting = [], [], False
-    for number, line in enumerate(_read_lines(path), 1):
+    for line in _read_lines(path):
         line = line.strip()
         if not line:
             continue
         if line == CNNDM_HIGHLIGHT:
-            if waiting:
-                raise ValueError(f"{path}: line {number}: {CNNDM_HIGHLIGHT} follows {CNNDM_HIGHLIGHT}")
+            stats["highlight_without_sentence"] += waiting
             waiting = True
         elif waiting or highlights:
             highlights.append(normalize(line))
             waiting = False
         else:
             paragraphs.append(line)
-    if waiting:
-        raise ValueError(f"{path}: the last {CNNDM_HIGHLIGHT} has no highlight sentence after it")
+    stats["highlight_without_sentence"] += waiting
     return normalize(" ".join(paragraphs)), highlights
 
 
@@ -156,7 +157,7 @@ def read_cnndm(
         if path is None:
             stats["missing"] += 1
             continue
-        article, highlights = parse_story(path)
+        article, highlights = parse_story(path, stats)
         yield Pair((article,), tuple(highlights))
 
 
