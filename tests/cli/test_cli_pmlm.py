@@ -63,6 +63,24 @@ def test_train_resume_validate(data_bin):
 
 
 @pytest.mark.parametrize(
+    "flags, message",
+    [
+        # the tiny model's position table has 256 rows: fairseq would skip every block, then fail in batching
+        (["--tokens-per-sample", "300", "--batch-size", "8"], "--tokens-per-sample 300 is longer than the"),
+        (["--max-tokens", "48"], "--tokens-per-sample 64 is longer than the 48 tokens"),
+        # 64 tokens of context, two pseudo tokens per masked one: 64 + 2 * (ceil(0.15 * 64) + max span 6)
+        # = 96; fairseq asserted without naming an option
+        (["--max-tokens", "70"], "--max-tokens 70 is less than the 96 tokens of the longest example"),
+    ],
+)
+def test_limits_below_the_block_length_are_named(data_bin, tmp_path, flags, message):
+    common = [f for f in TRAIN_COMMON if f not in ("--batch-size", "8")]
+    out = run_cli(["fairseq-train", str(data_bin / "bin"), *common, "--cpu", "--max-update", "1",
+                   "--save-dir", str(tmp_path), "--no-save", *flags], check=False)  # fmt: skip
+    assert out.returncode != 0 and message in out.stderr
+
+
+@pytest.mark.parametrize(
     "flags, present, absent",
     [
         (["--objectives", "ae"], ["ae_loss"], ["par_loss"]),

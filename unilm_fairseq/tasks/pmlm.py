@@ -10,7 +10,7 @@ from fairseq.tasks import register_task
 
 from ..data.masking import MaskingConfig
 from ..data.pretraining import PMLMDataset, SegmentPairDataset
-from .shared_dictionary import DOCUMENT_SEP_LEN, SharedDictionaryTask, TextBlocksConfig, text_blocks
+from .shared_dictionary import DOCUMENT_SEP_LEN, TextBlocksConfig, TextBlocksTask, text_blocks
 
 logger = logging.getLogger(__name__)
 
@@ -53,7 +53,7 @@ class PMLMConfig(TextBlocksConfig):
 
 
 @register_task("pmlm", dataclass=PMLMConfig)
-class PMLMTask(SharedDictionaryTask):
+class PMLMTask(TextBlocksTask):
     """Pre-train on monolingual data with AE and PAR losses in one forward pass."""
 
     default_criterion = "ae_par"
@@ -106,6 +106,18 @@ class PMLMTask(SharedDictionaryTask):
             par_skip_unchanged=self.cfg.par_skip_unchanged,
         )
         return self.datasets[split]
+
+    def get_batch_iterator(self, dataset, max_tokens=None, **kwargs):
+        longest = self.cfg.tokens_per_sample  # below it, the base class's error names the options
+        if max_tokens is not None and max_tokens >= longest and len(dataset):  # else fairseq asserts
+            most = int(dataset.num_tokens_vec(np.arange(len(dataset))).max())
+            if most > max_tokens:
+                raise ValueError(
+                    f"--max-tokens {max_tokens} is less than the {most} tokens of the longest example: with "
+                    f"--tokens-per-sample {longest}, an example holds its context plus two pseudo tokens "
+                    f"per masked token (--mask-prob {self.cfg.mask_prob}); use --max-tokens {most} or more"
+                )
+        return super().get_batch_iterator(dataset, max_tokens=max_tokens, **kwargs)
 
     def max_positions(self):
         return self.cfg.tokens_per_sample

@@ -124,3 +124,21 @@ class SharedDictionaryTask(PreparedModelTask, MixedPrecisionTask, FairseqTask):
     @property
     def target_dictionary(self):
         return self.dictionary
+
+
+class TextBlocksTask(SharedDictionaryTask):
+    """Base of the tasks that read :class:`TextBlocksConfig`: nearly every block is ``--tokens-per-sample``
+    long, so a batching limit below it would skip nearly all of them; that is an error before any batch."""
+
+    def get_batch_iterator(self, dataset, max_tokens=None, max_sentences=None, max_positions=None, **kwargs):
+        # fairseq passes the smallest of the task's, the model's and --max-tokens' limits
+        longest = self.cfg.tokens_per_sample
+        if isinstance(max_positions, int) and max_positions < longest:
+            raise ValueError(
+                f"--tokens-per-sample {longest} is longer than the {max_positions} tokens a sample may have "
+                f"here (the smallest of the model's --max-positions and --max-tokens {max_tokens}): nearly "
+                f"every block would be skipped; use --tokens-per-sample {max_positions} or less"
+            )
+        return super().get_batch_iterator(
+            dataset, max_tokens=max_tokens, max_sentences=max_sentences, max_positions=max_positions, **kwargs
+        )

@@ -22,7 +22,7 @@ from ..data.pretraining.unilm_objectives import (
     UniLMObjectiveDataset,
     block_document_ranges,
 )
-from .shared_dictionary import DOCUMENT_SEP_LEN, SharedDictionaryTask, TextBlocksConfig, text_blocks
+from .shared_dictionary import DOCUMENT_SEP_LEN, TextBlocksConfig, TextBlocksTask, text_blocks
 
 logger = logging.getLogger(__name__)
 
@@ -71,7 +71,7 @@ class UniLMConfig(TextBlocksConfig):
 
 
 @register_task("unilm", dataclass=UniLMConfig)
-class UniLMTask(SharedDictionaryTask):
+class UniLMTask(TextBlocksTask):
     """Pre-train with the bidirectional, seq2seq, left-to-right and right-to-left cloze objectives."""
 
     default_criterion = "unilm"
