@@ -54,7 +54,10 @@ def main(argv=None):
         raise SystemExit(f"no {spec.folder} files for splits {args.splits} in {args.input}")
     for split, path, has_header in files:
         stats = Counter()
-        examples = list(glue.read_glue_file(path, spec, has_header, stats))
+        try:  # a train or dev file must have its labels: only test files are read without them
+            examples = list(glue.read_glue_file(path, spec, has_header, stats, not split.startswith("test")))
+        except ValueError as err:
+            raise SystemExit(f"{spec.folder} {split}: {err}") from err
         outputs = {f"input{i}": [] for i in range(len(spec.sentences))}
         labels = []
         for example in examples:

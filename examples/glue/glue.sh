@@ -39,7 +39,6 @@ answer_help "$@"  # -h: this header and the settings of that config, before any 
 [ $# -ge 3 ] || { sed -n '2,17p' "$0"; exit 1; }
 TASK=$1 GLUE_DIR=$2 WORK=$3
 shift 3
-cd "$PAIRS_REPO"
 : "${SEED:=1}" "${CPU:=}"
 TASK_POOLER_DROPOUT=${POOLER_DROPOUT:-}  # the environment's, for every task
 read_recipe_config "${RECIPE_CONFIGS[@]}"
@@ -74,18 +73,25 @@ case ${LOWERCASE:-auto} in
   auto) ;;
   *) echo "LOWERCASE must be 1, 0 or auto, not '$LOWERCASE'" >&2; exit 2 ;;
 esac
-python scripts/prepare_glue.py --task "$TASK" --input "$GLUE_DIR" --output "$WORK/raw" --splits train,valid \
+python "$PAIRS_REPO/scripts/prepare_glue.py" --task "$TASK" --input "$GLUE_DIR" --output "$WORK/raw" --splits train,valid \
   "${TOKENIZE[@]}"
 for split in train valid; do
   [ -s "$WORK/raw/$split.input0" ] || { echo "no $split examples from $GLUE_DIR" >&2; exit 1; }
 done
 
+VALID=(valid)  # MNLI: matched dev (valid, the one checkpoints are chosen on) and mismatched dev (valid1)
+VALID_SUBSETS=()
+if [ -s "$WORK/raw/valid1.input0" ]; then
+  VALID+=(valid1)
+  VALID_SUBSETS=(--valid-subset valid,valid1)
+fi
+validprefs() { local IFS=,; local names=("${VALID[@]/#/$WORK/raw/}"); echo "${names[*]/%/.$1}"; }
 SRCDICT=()
 [ -n "${DICT:-}" ] && SRCDICT=(--srcdict "$DICT")
 for input in input0 input1; do
   [ -f "$WORK/raw/train.$input" ] || continue
-  fairseq-preprocess --user-dir unilm_fairseq --task unilm_sentence_prediction --only-source \
-    --trainpref "$WORK/raw/train.$input" --validpref "$WORK/raw/valid.$input" \
+  fairseq-preprocess --user-dir "$PAIRS_REPO/unilm_fairseq" --task unilm_sentence_prediction --only-source \
+    --trainpref "$WORK/raw/train.$input" --validpref "$(validprefs "$input")" \
     --destdir "$WORK/bin/$input" --workers 4 "${SRCDICT[@]}"
   [ ${#SRCDICT[@]} -gt 0 ] || SRCDICT=(--srcdict "$WORK/bin/input0/dict.txt")  # input1 shares input0's
 done
@@ -93,11 +99,15 @@ if [ "$TASK" = STS-B ]; then  # regression: fairseq reads the raw scores, label/
   mkdir -p "$WORK/bin/label"
   cp "$WORK/raw/train.label" "$WORK/raw/valid.label" "$WORK/bin/label/"
 else
-  fairseq-preprocess --only-source --trainpref "$WORK/raw/train.label" --validpref "$WORK/raw/valid.label" \
-    --destdir "$WORK/bin/label" --workers 4
+  # the classes in sorted order ("0" before "1"), not by frequency: fairseq's F1 takes class 1 as the
+  # positive one, which must be GLUE's "1" (MRPC's paraphrase, QQP's duplicate) whichever label is commoner
+  for split in train "${VALID[@]}"; do cat "$WORK/raw/$split.label"; done | LC_ALL=C sort -u | sed 's/$/ 1/' \
+    > "$WORK/raw/labels.txt"
+  fairseq-preprocess --only-source --trainpref "$WORK/raw/train.label" --validpref "$(validprefs label)" \
+    --srcdict "$WORK/raw/labels.txt" --destdir "$WORK/bin/label" --workers 4
 fi
 
-COUNTS=$(python scripts/recipe_config.py updates "$WORK/raw/train.input0" "$BATCH" "$EPOCHS" \
+COUNTS=$(python "$PAIRS_REPO/scripts/recipe_config.py" updates "$WORK/raw/train.input0" "$BATCH" "$EPOCHS" \
   --warmup-ratio "$WARMUP_RATIO")
 read -r UPDATES WARMUP <<< "$COUNTS"
 RESTORE=()
@@ -112,7 +122,7 @@ OPTIM=(--optimizer "$OPTIMIZER")
 if [ "$OPTIMIZER" = adam ]; then OPTIM+=(--adam-betas '(0.9, 0.98)' --adam-eps "$ADAM_EPS"); fi
 
 # shellcheck disable=SC2086
-fairseq-train "$WORK/bin" --user-dir unilm_fairseq --task unilm_sentence_prediction \
+fairseq-train "$WORK/bin" --user-dir "$PAIRS_REPO/unilm_fairseq" --task unilm_sentence_prediction \
   $MODEL_ARGS --max-positions "$MAX_POSITIONS" --shorten-method truncate \
   --criterion sentence_prediction --num-classes "$CLASSES" "${METRIC[@]}" \
   --pooler-dropout "$POOLER_DROPOUT" \
@@ -120,5 +130,5 @@ fairseq-train "$WORK/bin" --user-dir unilm_fairseq --task unilm_sentence_predict
   --lr-scheduler polynomial_decay --end-learning-rate 0 \
   --warmup-updates "$WARMUP" --total-num-update "$UPDATES" --max-update "$UPDATES" --clip-norm "$CLIP_NORM" \
   --batch-size "$BATCH" --required-batch-size-multiple 1 --seed "$SEED" \
-  --save-dir "$WORK/checkpoints" --no-epoch-checkpoints "${BEST[@]}" \
+  --save-dir "$WORK/checkpoints" --no-epoch-checkpoints "${BEST[@]}" "${VALID_SUBSETS[@]}" \
   --log-format simple --log-interval 50 "${RESTORE[@]}" $CPU "$@"

@@ -43,7 +43,7 @@ if (( MAX_SENTENCES < 1 || TOTAL_BATCH % (GPUS * MAX_SENTENCES) )); then
 fi
 UPDATE_FREQ=$(( TOTAL_BATCH / (GPUS * MAX_SENTENCES) ))
 
-COMMON=(--user-dir unilm_fairseq --task palm_pretrain --arch palm_base --criterion palm
+COMMON=(--user-dir "$PAIRS_REPO/unilm_fairseq" --task palm_pretrain --arch palm_base --criterion palm
   --max-fragment-tokens "$MAX_FRAGMENT_TOKENS" --max-context-tokens "$MAX_CONTEXT_TOKENS"
   --max-continuation-tokens "$MAX_CONTINUATION_TOKENS" --context-ratio "$CONTEXT_RATIO" --mask-prob "$MASK_PROB"
   --max-source-positions 512 --max-target-positions 512

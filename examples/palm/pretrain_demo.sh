@@ -8,6 +8,7 @@ case "${1:-}" in -h | --help) awk 'NR > 1 && !/^#/ {exit} NR > 1 {sub(/^# ?/, ""
 set -euo pipefail
 REPO=$(cd "$(dirname "$0")/../.." && pwd)
 WORK=${1:-work/palm_demo}
+WORK=$(mkdir -p "$WORK" && cd "$WORK" && pwd)  # a relative WORKDIR is the caller's, not the repository's
 DOCS=${DOCS:-30}                      # chapters of the embedded corpus to use (269 in all)
 STAGE1_UPDATES=${STAGE1_UPDATES:-300}
 STAGE2_UPDATES=${STAGE2_UPDATES:-300}

@@ -11,6 +11,7 @@ case "${1:-}" in -h | --help) awk 'NR > 1 && !/^#/ {exit} NR > 1 {sub(/^# ?/, ""
 set -euo pipefail
 REPO=$(cd "$(dirname "$0")/../.." && pwd)
 WORK=${1:-work/minilm}
+WORK=$(mkdir -p "$WORK" && cd "$WORK" && pwd)  # a relative WORKDIR is the caller's, not the repository's
 UPDATES=${S2S_UPDATES:-300}
 VALID_EVERY=${VALID_EVERY:-100}
 DOCS=${DOCS:-60}

@@ -89,7 +89,7 @@ read -r WINDOWS UPDATES WARMUP <<< "$COUNTS"
 UPDATE_FREQ=$(( TOTAL_BATCH / (GPUS * BATCH_PER_GPU) ))
 echo "SQuAD v$VERSION: $WINDOWS training windows -> $UPDATES updates ($WARMUP warm-up)"
 
-fairseq-train "$WORK/data" --user-dir unilm_fairseq "${TASK_FLAGS[@]}" "${PRETRAINED_FLAG[@]}" \
+fairseq-train "$WORK/data" --user-dir "$PAIRS_REPO/unilm_fairseq" "${TASK_FLAGS[@]}" "${PRETRAINED_FLAG[@]}" \
     "${ANSWERABILITY_FLAGS[@]}" --arch "$ARCH" --criterion squad_span \
     --optimizer adam --adam-betas '(0.9, 0.98)' --adam-eps "$ADAM_EPS" --weight-decay "$WEIGHT_DECAY" \
     --clip-norm "$CLIP_NORM" \
@@ -98,7 +98,7 @@ fairseq-train "$WORK/data" --user-dir unilm_fairseq "${TASK_FLAGS[@]}" "${PRETRA
     --required-batch-size-multiple 1 --save-dir "$WORK/checkpoints" --no-epoch-checkpoints \
     --log-format simple --log-interval 100 "$@"
 
-python scripts/predict_squad.py --checkpoint "$WORK/checkpoints/checkpoint_last.pt" \
+python "$PAIRS_REPO/scripts/predict_squad.py" --checkpoint "$WORK/checkpoints/checkpoint_last.pt" \
     --input "$WORK/data/valid.json" --output "$WORK/predictions.json" --n-best-size "$N_BEST" \
     --max-answer-length "$MAX_ANSWER_LENGTH" --null-odds-output "$WORK/null_odds.json" \
     --metrics-output "$WORK/metrics.json" "${PREDICT_V2_FLAGS[@]}"

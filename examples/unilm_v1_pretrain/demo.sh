@@ -7,6 +7,7 @@ case "${1:-}" in -h | --help) awk 'NR > 1 && !/^#/ {exit} NR > 1 {sub(/^# ?/, ""
 set -euo pipefail
 REPO=$(cd "$(dirname "$0")/../.." && pwd)
 WORK=${1:-work/unilm_v1_demo}
+WORK=$(mkdir -p "$WORK" && cd "$WORK" && pwd)  # a relative WORKDIR is the caller's, not the repository's
 DOCS=${DOCS:-60}            # chapters of the embedded corpus to use (269 in all)
 UPDATES=${UPDATES:-300}
 mkdir -p "$WORK"

@@ -35,7 +35,7 @@ if [ "$INIT" != none ]; then
   INIT_FLAGS=(--pretrained-checkpoint "$INIT")
 fi
 
-fairseq-train "$DATA_BIN" --user-dir unilm_fairseq \
+fairseq-train "$DATA_BIN" --user-dir "$PAIRS_REPO/unilm_fairseq" \
   --task unilm --arch unilm_v1_large --criterion unilm "${INIT_FLAGS[@]}" \
   --tokens-per-sample "$TOKENS_PER_SAMPLE" --sample-break-mode complete_doc \
   --objective-weights "$OBJECTIVE_WEIGHTS" --nsp-random-prob "$NSP_RANDOM_PROB" \

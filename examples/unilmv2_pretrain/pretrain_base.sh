@@ -10,7 +10,7 @@
 # with BERT-base-uncased's vocab.txt,
 #   python scripts/tokenize_text.py --bpe wordpiece --wordpiece-vocab vocab.txt \
 #       --inputs corpus.train corpus.valid --outputs train.wp valid.wp
-#   fairseq-preprocess --user-dir unilm_fairseq --task pmlm --only-source --srcdict vocab.txt \
+#   fairseq-preprocess --user-dir "$PAIRS_REPO/unilm_fairseq" --task pmlm --only-source --srcdict vocab.txt \
 #       --trainpref train.wp --validpref valid.wp --destdir DATA_BIN --workers 8
 # keeps BERT's token ids ([MASK] serves as the pseudo mask). A sentencepiece vocabulary of your own
 # (scripts/prepare_corpus.py) works too, but is not the paper's.
@@ -33,7 +33,7 @@ if (( TOTAL_BATCH % (GPUS * MAX_SENTENCES) )); then
 fi
 UPDATE_FREQ=$(( TOTAL_BATCH / (GPUS * MAX_SENTENCES) ))
 
-fairseq-train "$DATA_BIN" --user-dir unilm_fairseq \
+fairseq-train "$DATA_BIN" --user-dir "$PAIRS_REPO/unilm_fairseq" \
   --task pmlm --arch unilmv2_base --criterion ae_par --max-rel-pos "$MAX_REL_POS" \
   --tokens-per-sample "$TOKENS_PER_SAMPLE" --sample-break-mode complete_doc \
   --mask-prob "$MASK_PROB" --span-prob "$SPAN_PROB" --min-span-length "$MIN_SPAN" \

@@ -91,23 +91,52 @@ def test_unknown_task_and_missing_column_are_clear_errors(tmp_path):
         list(glue.read_glue_file(str(bad), glue.task_spec("SST-2")))
 
 
+def test_mrpc_byte_order_mark_and_a_labelled_split_without_labels(tmp_path):
+    """MRPC's released files start with a byte-order mark: its header still names the label column. A
+    train or dev file without that column is an error, not a test file written without labels."""
+    bom = tmp_path / "MRPC" / "train.tsv"
+    bom.parent.mkdir()
+    bom.write_bytes(b"\xef\xbb\xbf" + open(os.path.join(FIXTURES, "MRPC", "train.tsv"), "rb").read())
+    spec = glue.task_spec("MRPC")
+    assert [e.label for e in glue.read_glue_file(str(bom), spec, needs_label=True)] == ["1", "0"]
+    unlabelled = tmp_path / "SST-2" / "dev.tsv"
+    unlabelled.parent.mkdir()
+    unlabelled.write_text("index\tsentence\n0\tA fine film .\n")
+    assert [e.label for e in glue.read_glue_file(str(unlabelled), glue.task_spec("SST-2"))] == [None]
+    with pytest.raises(ValueError, match="dev.tsv: no label column 'label'"):
+        list(glue.read_glue_file(str(unlabelled), glue.task_spec("SST-2"), needs_label=True))
+    script = os.path.join(REPO, "scripts", "prepare_glue.py")
+    proc = subprocess.run(
+        [sys.executable, script, "--task", "SST-2", "--input", str(unlabelled.parent), "--output",
+         str(tmp_path / "out"), "--splits", "valid"],
+        capture_output=True, text=True, cwd=REPO,
+    )  # fmt: skip
+    assert proc.returncode == 1 and "SST-2 valid: " in proc.stderr and "Traceback" not in proc.stderr
+
+
 @pytest.mark.slow
-@pytest.mark.parametrize("task", ["MRPC", "STS-B"])
+@pytest.mark.parametrize("task", ["MRPC", "STS-B", "MNLI"])
 def test_recipe_runs_on_the_fixtures(tmp_path, task):
-    """examples/glue/glue.sh end to end on the fixture: prepare, binarize, two updates, dev metric."""
+    """examples/glue/glue.sh end to end on the fixture, from another folder than the repository's with a
+    relative WORK: prepare, binarize, two updates, dev metric."""
     env = dict(os.environ, MODEL_ARGS="--arch unilmv2_tiny", MAX_POSITIONS="64", CPU="--cpu", EPOCHS="2",
                OMP_NUM_THREADS="1", PYTHONWARNINGS="ignore", PATH=os.path.dirname(sys.executable) + os.pathsep
                + os.environ.get("PATH", ""))  # fmt: skip
     proc = subprocess.run(
-        ["bash", "examples/glue/glue.sh", task, os.path.join(FIXTURES, task), str(tmp_path),
+        ["bash", os.path.join(REPO, "examples/glue/glue.sh"), task, os.path.join(FIXTURES, task), "work",
          "--num-workers", "0"],
-        cwd=REPO, env=env, capture_output=True, text=True, timeout=600,
+        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600,
     )  # fmt: skip
     log = proc.stdout + proc.stderr
     assert proc.returncode == 0, log[-3000:]
-    metric = "pearson" if task == "STS-B" else "acc_and_f1"
+    metric = {"STS-B": "pearson", "MRPC": "acc_and_f1", "MNLI": "accuracy"}[task]
     assert re.search(rf"valid on 'valid' subset .*\| {metric} [-\d.]+", log), log[-3000:]
-    assert (tmp_path / "checkpoints" / "checkpoint_best.pt").exists()
+    assert (tmp_path / "work" / "checkpoints" / "checkpoint_best.pt").exists()
+    if task == "MRPC":  # class 1, the positive class of fairseq's F1, is GLUE's "1" (a paraphrase)
+        labels = lines(tmp_path / "work" / "bin" / "label" / "dict.txt")
+        assert [line.split()[0] for line in labels] == ["0", "1"]
+    if task == "MNLI":  # the mismatched dev set is scored too
+        assert re.search(r"valid on 'valid1' subset .*\| accuracy [-\d.]+", log), log[-3000:]
 
 
 def test_recipe_rejects_an_unknown_casing_before_any_work(tmp_path):

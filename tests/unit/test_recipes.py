@@ -582,7 +582,7 @@ def squad_run(stubs, tmp_path, recipe: str, version: str, **env: str) -> Dict[st
         (squad / f"{split}-v{version}.json").write_text(json.dumps(data))
     python = stubs / "python"  # predict_squad.py prints its arguments; everything else runs for real
     python.write_text(
-        '#!/usr/bin/env bash\nif [ "$1" = scripts/predict_squad.py ]; then echo predict_squad.py; '
+        f'#!/usr/bin/env bash\nif [ "$1" = "{REPO}/scripts/predict_squad.py" ]; then echo predict_squad.py; '
         f'printf "%s\\n" "${{@:2}}"; else exec {sys.executable} "$@"; fi\n'
     )
     python.chmod(0o755)

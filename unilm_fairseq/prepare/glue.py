@@ -72,15 +72,21 @@ def _column(header: Optional[List[str]], name: str, path: str) -> int:
 
 
 def read_glue_file(
-    path: str, spec: GlueTask, has_header: bool = True, stats: Optional[Counter] = None
+    path: str,
+    spec: GlueTask,
+    has_header: bool = True,
+    stats: Optional[Counter] = None,
+    needs_label: bool = False,
 ) -> Iterator[GlueExample]:
-    """The examples of one GLUE TSV file. A test file (no label column) gives ``label=None``.
+    """The examples of one GLUE TSV file. A test file (no label column) gives ``label=None``; with
+    ``needs_label`` (a train or dev file) a header without the label column is an error. A leading
+    byte-order mark (MRPC's files have one) is not part of the first column's name.
 
     Rows with missing fields or an empty sentence are skipped and counted in
     ``stats["skipped_malformed"]``.
     """
     stats = Counter() if stats is None else stats
-    with open(path, encoding="utf-8", newline="") as f:
+    with open(path, encoding="utf-8-sig", newline="") as f:
         rows = csv.reader(f, delimiter="\t", quoting=csv.QUOTE_NONE)
         header = next(rows, None) if has_header else None
         if has_header and header is None:
@@ -88,6 +94,8 @@ def read_glue_file(
         names = spec.header_sentences if header is not None and spec.header_sentences else spec.sentences
         sentence_columns = [_column(header, name, path) for name in names]
         labelled = header is None or spec.label in header
+        if needs_label and not labelled:
+            raise ValueError(f"{path}: no label column {spec.label!r} in the header {header}")
         label_column = _column(header, spec.label, path) if labelled else None
         needed = max(sentence_columns + ([label_column] if labelled else [])) + 1
         for row in rows:
