@@ -1,6 +1,8 @@
 """Two PMLM examples collated into a batch, and the least task the criterions need, for the criterion and
 host-read tests."""
 
+from argparse import Namespace
+
 import numpy as np
 import torch
 from fairseq.data import FairseqDataset
@@ -38,5 +40,6 @@ def batch(dictionary, ae=True, par=True, **options):
 
 
 class Task:
-    def __init__(self, dictionary):
+    def __init__(self, dictionary, par_skip_unchanged=False):
         self.target_dictionary = dictionary
+        self.cfg = Namespace(par_skip_unchanged=par_skip_unchanged)

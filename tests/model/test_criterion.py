@@ -71,7 +71,7 @@ SKIP_OPTIONS = dict(leave_unmasked_prob=0.3, par_skip_unchanged=True)
 def test_par_skip_unchanged_sample_size_and_logs():
     d = make_dictionary()
     model, sample = tiny_model(d), batch(d, **SKIP_OPTIONS)
-    loss, sample_size, log = AEPARCriterion(Task(d))(model, sample)
+    loss, sample_size, log = AEPARCriterion(Task(d, par_skip_unchanged=True))(model, sample)
     n_masked, skipped = sample["num_masked"], sample["num_par_skipped"]
     assert skipped > 0
     # every masked token is still in the loss through AE; PAR lost the skipped ones
@@ -89,6 +89,11 @@ def test_par_skip_unchanged_sample_size_and_logs():
     assert values["loss"] == pytest.approx(float(ae + par) / n_masked / bits, abs=1e-3)
     assert values["par_loss"] == pytest.approx(float(par) / (n_masked - skipped) / bits, abs=1e-3)
     assert values["par_skipped"] == pytest.approx(skipped / n_masked, abs=1e-3)
+    # an update with nothing skipped counts in the epoch's mean as a zero, not left out of it
+    with metrics.aggregate() as agg:
+        AEPARCriterion.reduce_metrics([log])
+        AEPARCriterion.reduce_metrics([{**log, "par_skipped": 0}])
+    assert agg.get_smoothed_values()["par_skipped"] == pytest.approx(skipped / (2 * n_masked), abs=1e-3)
     # the remaining PAR terms keep their default weight: loss = ae + par * par_tokens / masked
     expected = values["ae_loss"] + values["par_loss"] * (n_masked - skipped) / n_masked
     assert values["loss"] == pytest.approx(expected, abs=2e-3)
@@ -98,7 +103,7 @@ def test_default_logs_no_par_skipped():
     d = make_dictionary()
     model, sample = tiny_model(d), batch(d)
     _, _, log = AEPARCriterion(Task(d))(model, sample)
-    assert sample["num_par_skipped"] == log["par_skipped"] == 0
+    assert sample["num_par_skipped"] == 0 and "par_skipped" not in log
     with metrics.aggregate() as agg:
         AEPARCriterion.reduce_metrics([log])
     assert "par_skipped" not in agg.get_smoothed_values()

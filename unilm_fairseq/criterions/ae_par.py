@@ -41,6 +41,8 @@ class AEPARCriterion(FairseqCriterion):
     def __init__(self, task, label_smoothing: float = 0.0):
         super().__init__(task)
         self.label_smoothing = label_smoothing
+        # logged on every batch while the option is on, zeros included, so the mean is over all of them
+        self.logs_skipped = bool(getattr(getattr(task, "cfg", None), "par_skip_unchanged", False))
 
     def forward(self, model, sample, reduce=True):
         predicted = sample["net_input"]["masked_tokens"]
@@ -63,11 +65,12 @@ class AEPARCriterion(FairseqCriterion):
             # counts stay on the device, as in fairseq's masked_lm: reading them here would stall each step
             "ae_tokens": is_ae.sum(),
             "par_tokens": (~is_ae).sum(),
-            "par_skipped": sample["num_par_skipped"],
             "ntokens": sample["ntokens"],
             "nsentences": sample["nsentences"],
             "sample_size": sample_size,
         }
+        if self.logs_skipped:
+            logging_output["par_skipped"] = sample["num_par_skipped"]
         return ae_loss + par_loss, sample_size, logging_output
 
     @staticmethod
@@ -85,9 +88,9 @@ class AEPARCriterion(FairseqCriterion):
             if count:
                 log_base2(f"{name}_loss", total(f"{name}_loss"), count)
                 metrics.log_scalar(f"{name}_acc", 100.0 * total(f"{name}_correct") / count, count, round=2)
-        skipped = total("par_skipped")
-        if skipped:
-            metrics.log_scalar("par_skipped", skipped / sample_size, sample_size, round=3)
+        if any("par_skipped" in log for log in logging_outputs):
+            fraction = total("par_skipped") / max(sample_size, 1)
+            metrics.log_scalar("par_skipped", fraction, sample_size, round=3)
 
     @staticmethod
     def logging_outputs_can_be_summed() -> bool:

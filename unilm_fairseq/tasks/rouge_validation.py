@@ -22,10 +22,13 @@ from dataclasses import dataclass, field
 from fairseq import metrics
 from fairseq.dataclass import ChoiceEnum, FairseqDataclass
 
+from ..criterions.reduce import summed_number
 from ..scoring.metrics import DETOKENIZERS, detokenize, rouge_scores
 
 ROUGE_LOGGED = {"rouge1": "rouge_1", "rouge2": "rouge_2", "rougeL": "rouge_l"}
 COUNT = "_rouge_pairs"
+# how an unknown word reads in a reference and in a hypothesis: two words, so the two never match
+UNKNOWN_IN_REF, UNKNOWN_IN_HYP = "UNKNOWNTOKENINREF", "UNKNOWNTOKENINHYP"
 GENERATION_OPTIONS = {"beam", "lenpen", "min_len", "max_len_a", "max_len_b", "no_repeat_ngram_size", "unkpen"}
 
 
@@ -93,26 +96,28 @@ class RougeValidationTask:
         hypotheses = self.inference_step(self.rouge_generator, [model], batch)
         dictionary, kind = self.target_dictionary, str(self.cfg.eval_rouge_detok)
 
-        def text(ids):
+        def text(ids, unknown):
+            # an unknown word is written differently on each side, so it never matches (as fairseq's
+            # --eval-bleu does): a generated <unk> would otherwise match every word the dictionary lacks
+            ids = ids.int().cpu()
             return detokenize(
-                dictionary.string(ids.int().cpu(), extra_symbols_to_ignore={dictionary.bos()}), kind
+                dictionary.string(ids, unk_string=unknown, extra_symbols_to_ignore={dictionary.bos()}), kind
             )
 
-        refs = [text(target[target.ne(dictionary.pad())]) for target in sample["target"]]
-        return [text(h[0]["tokens"]) for h in hypotheses], refs
+        refs = [text(target[target.ne(dictionary.pad())], UNKNOWN_IN_REF) for target in sample["target"]]
+        return [text(h[0]["tokens"], UNKNOWN_IN_HYP) for h in hypotheses], refs
 
     def reduce_metrics(self, logging_outputs, criterion):
         super().reduce_metrics(logging_outputs, criterion)
         if not getattr(self.cfg, "eval_rouge", False):
             return
-        pairs = sum(log.get(COUNT, 0) for log in logging_outputs)
+        # host numbers: after fairseq's all-reduce (more than one worker) every logged value is a tensor
+        pairs = summed_number(logging_outputs, COUNT)
         if pairs == 0:
             return
         metrics.log_scalar(COUNT, pairs)
         for logged in ROUGE_LOGGED.values():
-            metrics.log_scalar(
-                f"_{logged}_sum", sum(log.get(f"_{logged}_sum", 0.0) for log in logging_outputs)
-            )
+            metrics.log_scalar(f"_{logged}_sum", summed_number(logging_outputs, f"_{logged}_sum"))
             metrics.log_derived(logged, lambda meters, key=logged: round(
-                100 * meters[f"_{key}_sum"].sum / max(meters[COUNT].sum, 1), 2
+                100 * float(meters[f"_{key}_sum"].sum) / max(float(meters[COUNT].sum), 1), 2
             ))  # fmt: skip
