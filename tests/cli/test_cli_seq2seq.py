@@ -240,3 +240,18 @@ def test_validation_on_rouge_picks_the_best_checkpoint_and_agrees_with_generate(
     ids = sorted(refs, key=int)
     expected = 100 * rouge_scores([hyps[i] for i in ids], [refs[i] for i in ids])["rougeL"]
     assert abs(rouge_l[-1] - expected) < 0.01, (rouge_l[-1], expected)
+
+
+def test_validation_on_rouge_with_two_workers(copy_bin, tmp_path):
+    """Two processes (gloo): fairseq all-reduces the logged sums into tensors before the task rounds them."""
+    launcher = os.path.join(REPO, "scripts", "train_distributed_cpu.py")
+    out = run_cli(["torchrun", "--standalone", "--nproc_per_node", "2", launcher, str(copy_bin / "bin"),
+                   "--user-dir", "unilm_fairseq", "--task", "unilm_seq2seq", "--arch", "unilmv2_tiny",
+                   "--criterion", "unilm_seq2seq", "--max-source-positions", "16", "--max-target-positions",
+                   "16", "--max-positions", "32", "--batch-size", "8", "--optimizer", "adam", "--lr", "3e-3",
+                   "--max-update", "4", "--validate-interval-updates", "4", "--eval-rouge",
+                   "--eval-rouge-args", '{"beam": 2, "max_len_b": 8}', "--eval-rouge-detok", "none",
+                   "--no-save", "--required-batch-size-multiple", "1", "--num-workers", "0",
+                   "--log-format", "simple", "--save-dir", str(tmp_path)])  # fmt: skip
+    valid = [line for line in out.stdout.splitlines() if "valid on 'valid' subset" in line]
+    assert valid and re.search(r"\| rouge_l [\d.]+ ", valid[-1]), (out.stdout + out.stderr)[-3000:]
