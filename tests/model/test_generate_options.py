@@ -311,3 +311,32 @@ def test_the_python_api_takes_constraints_as_ids_or_text(hubs, tmp_path, system)
         hub.generate(list(SOURCES), constraints=["w1", "w2", "w3"])
     with pytest.raises(ValueError, match="a phrase is empty or holds </s>"):
         hub.generate(list(SOURCES), constraints=[[torch.tensor([D.eos()])], [], []])
+
+
+def match_source_len_generate(hub, batch):
+    generator = hub.task.build_generator([hub.model], argparse.Namespace(beam=2, match_source_len=True))
+    with torch.no_grad():
+        return hub.task.inference_step(generator, [hub.model], batch)
+
+
+@pytest.mark.parametrize("method", METHOD_NAMES)
+def test_match_source_len_counts_the_source_as_fairseq_translation_does(hubs, method):
+    """A translation source is its words and </s>, and fairseq decodes as many tokens before the final
+    </s>; "[SOS] words [EOS]" gives the same count (the [SOS] was counted as one more output word)."""
+    hub = hubs[method]
+    dataset = hub.task.load_dataset("train")
+    batch = dataset.collater([dataset[i] for i in range(len(dataset))])
+    hypotheses = match_source_len_generate(hub, batch)
+    words = (batch["net_input"]["src_lengths"] - 2).tolist()  # without [SOS] and [EOS]
+    assert [len(h[0]["tokens"]) - 1 for h in hypotheses] == [n + 1 for n in words]
+
+
+def test_match_source_len_past_the_position_table_is_named_before_decoding(hubs):
+    hub = hubs["pseudo_masked"]
+    dataset = hub.task.load_dataset("train")
+    item = dataset[0]["source"]
+    table = hub.model.max_decoder_positions()
+    long_source = torch.cat([item[:1], item[1:2].repeat(table // 2), item[-1:]])  # [SOS] w ... w [EOS]
+    batch = dataset.collater([{**dataset[0], "source": long_source}])
+    with pytest.raises(ValueError, match="--match-source-len: sources of up to"):
+        match_source_len_generate(hub, batch)

@@ -114,6 +114,16 @@ class UniLMSeq2SeqConfig(DecodingConventionsConfig, RougeValidationConfig, Mixed
     seed: int = II("common.seed")
 
 
+def match_source_lengths(sample: dict):
+    """The batch for a ``--match-source-len`` search, and its last step.
+
+    fairseq's generator takes the output length from ``net_input["src_lengths"]``. A translation source
+    counts its words and its ``</s>``; ours also holds ``[SOS]``, which is left out here, so an output is
+    as long as fairseq's translation models make it for the same words."""
+    net_input = dict(sample["net_input"], src_lengths=sample["net_input"]["src_lengths"] - 1)
+    return dict(sample, net_input=net_input), int(net_input["src_lengths"].max())
+
+
 @register_task("unilm_seq2seq", dataclass=UniLMSeq2SeqConfig)
 class UniLMSeq2SeqTask(RougeValidationTask, DecodingConventionsTask, SharedDictionaryTask):
     """Fine-tune a bidirectional Transformer for generation with s2s-ft (Bao et al. 2021)."""
@@ -320,12 +330,23 @@ class UniLMSeq2SeqTask(RougeValidationTask, DecodingConventionsTask, SharedDicti
             generator.requested_max_len = generator.max_len
         generator.max_len = min(generator.requested_max_len, room)
         wanted = int(generator.max_len_a * src_len + generator.max_len_b)
-        if wanted > generator.max_len - 1:
-            logger.warning(
-                "generation capped at %d tokens (asked for %d): sources of %d tokens leave %d rows of the "
-                "position table", generator.max_len - 1, wanted, src_len, room,
-            )  # fmt: skip
-        steps = min(wanted, generator.max_len - 1)  # the generator's last step
+        if getattr(generator, "match_source_len", False):  # fairseq then ignores max_len: no cap
+            sample, steps = match_source_lengths(sample)
+            for model in models:
+                last = last_decoding_position(model.seq2seq_spec.method, src_len, steps)
+                if last >= table:
+                    raise ValueError(
+                        f"--match-source-len: sources of up to {steps} tokens ask for as many output "
+                        f"tokens, which reach position {last} of a {table}-row position table; shorten the "
+                        "sources or drop --match-source-len"
+                    )
+        else:
+            if wanted > generator.max_len - 1:
+                logger.warning(
+                    "generation capped at %d tokens (asked for %d): sources of %d tokens leave %d rows of "
+                    "the position table", generator.max_len - 1, wanted, src_len, room,
+                )  # fmt: skip
+            steps = min(wanted, generator.max_len - 1)  # the generator's last step
         for model in models:
             check_decoding_positions(last_decoding_position(model.seq2seq_spec.method, src_len, steps), table)
         check_min_len_fits(generator.min_len, steps, src_len)  # after: a too-long source says so first
