@@ -25,6 +25,7 @@ from ..helpers.palm import palm_model
 from ..helpers.seq2seq import (
     SOURCES,
     TARGETS,
+    TASK,
     WORDS,
     D,
     assert_same_hypotheses,
@@ -340,3 +341,26 @@ def test_match_source_len_past_the_position_table_is_named_before_decoding(hubs)
     batch = dataset.collater([{**dataset[0], "source": long_source}])
     with pytest.raises(ValueError, match="--match-source-len: sources of up to"):
         match_source_len_generate(hub, batch)
+
+
+def retained_dropout_scores(retain, seed, modules=None):
+    """The best hypotheses' scores of a model with dropout 0.3 everywhere, decoded after fairseq's
+    inference preparation with or without --retain-dropout."""
+    model = sharpened_model(D, "pseudo_masked", dropout=0.3, attention_dropout=0.3, activation_dropout=0.3)
+    model.make_generation_fast_(retain_dropout=retain, retain_dropout_modules=modules)
+    dataset = pairs_dataset("pseudo_masked")
+    batch = dataset.collater([dataset[i] for i in range(len(dataset))])
+    generator = TASK.build_generator([model], argparse.Namespace(beam=2, max_len_b=6))
+    torch.manual_seed(seed)
+    with torch.no_grad():
+        return [float(h[0]["score"]) for h in TASK.inference_step(generator, [model], batch)]
+
+
+def test_retain_dropout_keeps_dropout_at_inference():
+    assert retained_dropout_scores(False, 1) == retained_dropout_scores(False, 2)
+    assert retained_dropout_scores(True, 1) != retained_dropout_scores(True, 2)  # it was ignored
+    assert retained_dropout_scores(True, 1) == retained_dropout_scores(True, 1)
+    # --retain-dropout-modules names module classes: a class of another model keeps dropout off
+    off = retained_dropout_scores(True, 2, ["TransformerEncoderLayer"])
+    assert off == retained_dropout_scores(False, 1)
+    assert retained_dropout_scores(True, 2, ["UniLMTransformerLayer"]) != off

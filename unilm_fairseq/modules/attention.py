@@ -19,6 +19,8 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
+from .retained_dropout import RetainedDropout
+
 KeyValue = Tuple[Tensor, Tensor]
 
 
@@ -88,7 +90,7 @@ def _as_float32(t: Tensor) -> Tensor:
 SDPA_DTYPES = (torch.float32, torch.float16, torch.bfloat16)
 
 
-class BiasedSelfAttention(nn.Module):
+class BiasedSelfAttention(RetainedDropout, nn.Module):
     """Scaled dot-product attention over ``(B, T, C)`` inputs with an additive bias."""
 
     def __init__(self, embed_dim: int, num_heads: int, dropout: float = 0.0):
@@ -163,7 +165,7 @@ class BiasedSelfAttention(nn.Module):
         elif prefix is not None:
             k = torch.cat([prefix[0], k], dim=2)
             v = torch.cat([prefix[1], v], dim=2)
-        dropout_p = self.dropout if self.training else 0.0
+        dropout_p = self.dropout if self.dropout_on() else 0.0
         if shared is not None:
             out = self._attend_with_shared(q, k, v, shared, attn_bias, dropout_p, q_scaled=step)
         elif q.dtype in SDPA_DTYPES and attn_bias.dtype == q.dtype:
@@ -175,7 +177,7 @@ class BiasedSelfAttention(nn.Module):
             # float64, or a bias wider than the query: scores and softmax in float32
             scores = torch.matmul(q.float(), k.float().transpose(-1, -2)) * self.head_dim**-0.5
             probs = torch.softmax(scores + attn_bias, dim=-1)
-            probs = F.dropout(probs, p=dropout_p, training=self.training)
+            probs = F.dropout(probs, p=dropout_p, training=dropout_p > 0)
             out = torch.matmul(probs.to(v.dtype), v)
         bsz, _, length, _ = out.shape
         out = out.transpose(1, 2).reshape(bsz, length, self.num_heads * self.head_dim)

@@ -12,6 +12,7 @@ from torch import Tensor, nn
 
 from .attention import BiasedSelfAttention, KeyValue, build_attention_bias
 from .relative_position import RelativePositionBias
+from .retained_dropout import RetainedDropout
 
 # state-dict keys of the parameters defined below, relative to a UniLMTransformer
 TOKEN_TABLE = "embeddings.tokens.weight"
@@ -61,7 +62,7 @@ def check_positions(positions: Tensor, max_positions: int) -> None:
         )
 
 
-class UniLMEmbeddings(nn.Module):
+class UniLMEmbeddings(RetainedDropout, nn.Module):
     """Token + absolute position + segment embeddings, then LayerNorm and dropout.
 
     The tables are ``embed_dim`` wide. When ``hidden_dim`` differs (ELECTRA's
@@ -107,11 +108,11 @@ class UniLMEmbeddings(nn.Module):
         x = self.tokens(tokens) + position_embeddings
         if self.segments is not None:
             x = x + self.segments(segments)
-        x = self.dropout(self.layer_norm(x))  # B x T x E
+        x = F.dropout(self.layer_norm(x), self.dropout.p, training=self.dropout_on())  # B x T x E
         return x if self.project is None else self.project(x)
 
 
-class UniLMTransformerLayer(nn.Module):
+class UniLMTransformerLayer(RetainedDropout, nn.Module):
     """Post-LN layer (BERT): ``x = LN(x + attn(x)); x = LN(x + ffn(x))``."""
 
     def __init__(
@@ -151,9 +152,9 @@ class UniLMTransformerLayer(nn.Module):
         return x, new_kv
 
     def _dropout(self, x: Tensor, p: float) -> Tensor:
-        """``F.dropout`` in training; otherwise ``x`` itself, as F.dropout returns it, without the call (a
-        decoding step's layers are dispatch-bound)."""
-        return F.dropout(x, p, training=True) if self.training and p > 0 else x
+        """``F.dropout`` in training (or retained); otherwise ``x`` itself, as F.dropout returns it, without
+        the call (a decoding step's layers are dispatch-bound)."""
+        return F.dropout(x, p, training=True) if p > 0 and self.dropout_on() else x
 
 
 class UniLMLMHead(nn.Module):
