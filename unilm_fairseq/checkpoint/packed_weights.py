@@ -1,6 +1,6 @@
 """Model weights packed small enough to ship inside the repository: int8 rows, xz-compressed.
 
-Every 2-D weight is stored as int8 with one float16 scale per row (symmetric: ``scale = max |row| / 127``,
+Every 2-D weight is stored as int8 with one float32 scale per row (symmetric: ``scale = max |row| / 127``,
 ``w ~ q * scale``); every other floating-point tensor as float16; a tensor that shares its storage with
 another (the LM head's output tied to the word embeddings) as the other's name. The file is a
 ``torch.save`` of plain dicts, tensors and strings, so the safe ``weights_only`` loader reads it, and xz
@@ -37,9 +37,10 @@ def pack_state_dict(state_dict: Dict[str, Tensor]) -> Dict:
             first_name[value.data_ptr()] = name
         if value.is_floating_point() and value.dim() == 2:
             rows = value.detach().float()
-            scale = (rows.abs().amax(dim=1, keepdim=True).clamp(min=TINY_ROW) / LEVELS).half()  # R x 1
+            # float32 scales: in float16, the scale of a row below ~8e-3 loses bits and one below ~4e-6 is 0
+            scale = rows.abs().amax(dim=1, keepdim=True).clamp(min=TINY_ROW) / LEVELS  # R x 1
             tensors[name] = {
-                "q": torch.round(rows / scale.float()).clamp(-LEVELS, LEVELS).to(torch.int8),
+                "q": torch.round(rows / scale).clamp(-LEVELS, LEVELS).to(torch.int8),
                 "scale": scale,
             }
         elif value.is_floating_point():
@@ -50,7 +51,8 @@ def pack_state_dict(state_dict: Dict[str, Tensor]) -> Dict:
 
 
 def unpack_state_dict(packed: Dict) -> Dict[str, Tensor]:
-    """float32 tensors (others as stored) under the original names; tied names share one tensor."""
+    """float32 tensors (others as stored) under the original names; tied names share one tensor. Files
+    packed with float16 scales read the same way."""
     if packed.get("format") != FORMAT:
         raise ValueError(f"packed weights of format {packed.get('format')!r}; this code reads {FORMAT!r}")
     state, tied = {}, {}
