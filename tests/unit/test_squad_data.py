@@ -1,6 +1,7 @@
 """Extractive QA data: offsets, answer spans, sliding windows, max context, batches; bad input."""
 
 import json
+import unicodedata
 from collections import Counter
 
 import pytest
@@ -186,3 +187,21 @@ def test_sentencepiece_pieces_have_exact_character_spans(tmp_path):
     spans = [(t.start, t.end) for t in tokens]
     first, last = answer_token_span(spans, text.index("lighthouse"), text.index("lighthouse") + 10)
     assert text[spans[first][0] : spans[last][1]] == "lighthouse"
+
+
+def test_sentencepiece_spans_of_a_lowercased_accented_word(tmp_path):
+    """A decomposed accent ("E" + U+0301) is one character of the normalized word "ecoles": the piece that
+    spells it spans both, and the word's later pieces start after them."""
+    import sentencepiece as spm
+
+    lines = ["ecole ecoles ecole the ecoles school", "ecole the schools ecole"] * 50
+    spm.SentencePieceTrainer.train(sentence_iterator=iter(lines), model_prefix=str(tmp_path / "spm"),
+                                   vocab_size=20, model_type="bpe", minloglevel=2)  # fmt: skip
+    tokenize = SentencePieceOffsets(str(tmp_path / "spm.model"), lowercase=True)
+    text = "Les E\u0301coles"
+    tokens = [t for t in tokenize(text) if t.start >= 4]
+    assert "".join(t.text.lstrip("\u2581") for t in tokens) == "ecoles" and len(tokens) > 1
+    assert tokens[0].start == 4 and tokens[-1].end == len(text)
+    for token in tokens:  # each piece spans exactly the characters it spells, the accent with its letter
+        spelled = unicodedata.normalize("NFD", text[token.start : token.end]).lower()
+        assert "".join(c for c in spelled if not unicodedata.combining(c)) == token.text.lstrip("\u2581")

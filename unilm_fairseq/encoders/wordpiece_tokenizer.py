@@ -231,6 +231,12 @@ def word_tokens(text: str, lowercase: bool = True) -> List[Token]:
     return [Token(word, starts[0], ends[-1]) for word, (starts, ends) in _basic_words(text, lowercase)]
 
 
+def word_character_spans(text: str, lowercase: bool = True) -> Iterator[Tuple[str, Spans]]:
+    """BERT's basic tokens of ``text``, each with the ``(starts, ends)`` in ``text`` of every one of its
+    characters (a character of a lowercased or accent-stripped word may come from several of ``text``)."""
+    return _basic_words(text, lowercase)
+
+
 def basic_tokenize(text: str, lowercase: bool = True) -> List[str]:
     """BERT's basic tokens of ``text`` (see the module docstring): ``"Héllo,WORLD"`` -> ``hello , world``."""
     return [word for word, _ in _basic_words(text, lowercase)]

@@ -15,7 +15,13 @@ The basic and WordPiece tokenization are :mod:`unilm_fairseq.encoders.wordpiece_
 import functools
 from typing import Iterable, List, Optional
 
-from ..encoders.wordpiece_tokenizer import WORD_CACHE_SIZE, Token, WordPieceTokenizer, word_tokens
+from ..encoders.wordpiece_tokenizer import (
+    WORD_CACHE_SIZE,
+    Token,
+    WordPieceTokenizer,
+    word_character_spans,
+    word_tokens,
+)
 
 SENTENCEPIECE_SPACE = "\u2581"  # "▁": sentencepiece's mark of a word start
 
@@ -52,7 +58,9 @@ class SentencePieceOffsets:
     """Sentencepiece pieces of each basic token, with character spans.
 
     Each word (or punctuation mark) of :func:`word_tokens` is encoded alone, so a piece never crosses a
-    word and its span is exact; a piece's leading ``▁`` (the word boundary) spells no character. Models
+    word. When the pieces spell the word's characters one for one, a piece's span is exact: the characters
+    of the text its own came from (a lowercased, accent-stripped letter takes its accent along). A piece's
+    leading ``▁`` (the word boundary) spells no character. Models
     trained on raw text may split punctuation next to a word differently than here.
     """
 
@@ -68,9 +76,17 @@ class SentencePieceOffsets:
 
     def __call__(self, text: str) -> List[Token]:
         tokens: List[Token] = []
-        for word in word_tokens(text, self.lowercase):
-            pieces = self._pieces(word.text)
-            tokens.extend(piece_spans(pieces, word, [len(p.lstrip(SENTENCEPIECE_SPACE)) for p in pieces]))
+        for word, (starts, ends) in word_character_spans(text, self.lowercase):
+            pieces = self._pieces(word)
+            lengths = [len(p.lstrip(SENTENCEPIECE_SPACE)) for p in pieces]
+            if sum(lengths) != len(word):  # the model normalized the word: shares of its span
+                tokens.extend(piece_spans(pieces, Token(word, starts[0], ends[-1]), lengths))
+                continue
+            offset = 0  # one for one: each piece spans what its characters came from (an accent with them)
+            for piece, length in zip(pieces, lengths):
+                start = starts[offset] if offset < len(word) else ends[-1]
+                tokens.append(Token(piece, start, ends[offset + length - 1] if length else start))
+                offset += length
         return tokens
 
 
