@@ -20,7 +20,7 @@ from datetime import datetime
 logger = logging.getLogger("pretraining_curve")
 
 MEASURES = ("ae_loss", "par_loss", "ae_acc", "par_acc")
-VALID_LINE = re.compile(r"valid on '\w+' subset")
+VALID_LINE = re.compile(r"valid on '(\w+)' subset")
 TIMESTAMP = re.compile(r"^(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d)")
 # the first line fairseq-train logs once the training loop starts
 TRAINING_STARTS = re.compile(r"begin training epoch|Start iterating over samples")
@@ -28,7 +28,8 @@ TRAINING_STARTS = re.compile(r"begin training epoch|Start iterating over samples
 
 def field(line: str, name: str):
     """The number logged as ``| name value |`` in a fairseq log line, or None."""
-    match = re.search(rf"(?:^|\| ){re.escape(name)} (-?[0-9.]+(?:e-?\d+)?)", line)
+    # fairseq writes "{:g}": 1.002e+06 from a million on; a diverged loss as nan or inf
+    match = re.search(rf"(?:^|\| ){re.escape(name)} ([-+]?(?:nan|inf|[0-9.]+(?:e[-+]?\d+)?))(?= \||$)", line)
     return float(match.group(1)) if match else None
 
 
@@ -37,14 +38,20 @@ def stamp(line: str):
     return datetime.strptime(match.group(1), "%Y-%m-%d %H:%M:%S") if match else None
 
 
-def read_curve(path: str):
+def is_validation(line: str, subset: str) -> bool:
+    """A validation line of ``subset`` (another --valid-subset's lines are another curve)."""
+    match = VALID_LINE.search(line)
+    return match is not None and match.group(1) == subset
+
+
+def read_curve(path: str, subset: str = "valid"):
     """``[(update, seconds, {measure: value})]`` for each held-out validation in a fairseq-train log."""
     rows, start = [], None
     with open(path, encoding="utf-8", errors="replace") as log:
         for line in log:
             if start is None and TRAINING_STARTS.search(line):
                 start = stamp(line)
-            if not VALID_LINE.search(line):
+            if not is_validation(line, subset):
                 continue
             when = stamp(line)
             seconds = (when - start).total_seconds() if when and start else None
@@ -55,11 +62,12 @@ def read_curve(path: str):
     return rows
 
 
-def start_row(path: str):
+def start_row(path: str, subset: str = "valid"):
     """The measures of a fairseq-validate log (its last validation line), as the update-0 row."""
-    lines = [line for line in open(path, encoding="utf-8", errors="replace") if VALID_LINE.search(line)]
+    with open(path, encoding="utf-8", errors="replace") as log:
+        lines = [line for line in log if is_validation(line, subset)]
     if not lines:
-        raise ValueError(f"{path}: no validation line")
+        raise ValueError(f"{path}: no validation line of the {subset!r} subset")
     return (0, 0.0, {m: field(lines[-1], m) for m in MEASURES})
 
 
@@ -107,16 +115,17 @@ def main(argv=None) -> int:
     parser.add_argument("--start", metavar="PATH", help="fairseq-validate log of the starting checkpoint")
     parser.add_argument("--tsv", metavar="PATH", help="write the table here (default: standard output)")
     parser.add_argument("--plot", metavar="PATH", help="also draw the curves into this image (matplotlib)")
+    parser.add_argument("--subset", default="valid", help="the validation subset to read (default: valid)")
     args = parser.parse_args(argv)
     logging.basicConfig(format="%(levelname)s | %(name)s | %(message)s", level=logging.INFO)
     curves = {}
     try:
-        first = [start_row(args.start)] if args.start else []
+        first = [start_row(args.start, args.subset)] if args.start else []
         for spec in args.log:
             name, sep, path = spec.partition("=")
             if not sep or not name or not path:
                 raise ValueError(f"--log {spec!r}: expected NAME=PATH")
-            rows = read_curve(path)
+            rows = read_curve(path, args.subset)
             if not rows:
                 raise ValueError(f"{path}: no validation line (was it trained with validation on?)")
             curves[name] = first + rows

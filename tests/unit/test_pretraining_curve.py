@@ -1,6 +1,7 @@
 """scripts/pretraining_curve.py reads held-out curves from fairseq logs; the continuation recipe checks its
 settings before any work."""
 
+import json
 import os
 import subprocess
 import sys
@@ -51,6 +52,61 @@ def test_curve_rows_from_a_training_log(tmp_path):
     assert rows[2] == ["ae,par", "150", "54", "8.062", "8.173", "15.5", "14.61"]
     # an AE-only validation has no PAR measures: empty cells, not another field's value
     assert rows[3] == ["ae,par", "219", "70", "7.022", "", "24.61", ""]
+
+
+def test_a_million_updates_and_another_subset(tmp_path):
+    """fairseq writes "{:g}": from a million updates on, 1.002e+06 (it was read as update 1); a
+    --valid-subset valid,valid1 run's valid1 lines are not the valid curve's rows."""
+    log = TRAIN_LOG + (
+        "2026-11-27 03:38:55 | INFO | valid | epoch 009 | valid on 'valid' subset | loss 6.5 | "
+        "ae_loss 6.5 | ae_acc 30.5 | par_loss nan | num_updates 1.002e+06\n"
+        "2026-11-27 03:39:55 | INFO | valid | epoch 009 | valid on 'valid1' subset | loss 6.9 | "
+        "ae_loss 6.9 | ae_acc 29.5 | num_updates 1.002e+06\n"
+    )
+    (tmp_path / "train.log").write_text(log)
+    rows = pretraining_curve.read_curve(str(tmp_path / "train.log"))
+    assert [update for update, _, _ in rows] == [150, 219, 1002000]
+    assert rows[-1][2]["ae_loss"] == 6.5 and str(rows[-1][2]["par_loss"]) == "nan"
+    assert [u for u, _, _ in pretraining_curve.read_curve(str(tmp_path / "train.log"), "valid1")] == [1002000]
+
+
+def run_loss_table(path, *flags):
+    script = os.path.join(REPO, "scripts", "loss_table.py")
+    return subprocess.run([sys.executable, script, str(path), *flags], capture_output=True, text=True)
+
+
+def test_loss_table_reads_json_logs_large_numbers_and_nan(tmp_path):
+    simple = tmp_path / "simple.log"
+    simple.write_text(
+        "2026-11-27 00:38:15 | INFO | train_inner | epoch 001:  56 / 353 loss=23.041, ae_loss=11.559, "
+        "par_loss=11.48, num_updates=999000, wall=40\n"
+        "2026-11-27 00:39:15 | INFO | train_inner | epoch 001:  99 / 353 loss=20.1, ae_loss=10.2, "
+        "par_loss=9.9, num_updates=1e+06, wall=1.00008e+06\n"
+    )
+    out = run_loss_table(simple, "--require-falling")
+    assert out.returncode == 0 and "1000000.000" in out.stdout
+    assert "falling: ae_loss 11.559 -> 10.200" in out.stdout
+    # the same records in fairseq's json format: read, not an empty pass
+    records = [
+        {"epoch": 1, "loss": "23.041", "ae_loss": "11.559", "par_loss": "11.48", "num_updates": "50"},
+        {"epoch": 1, "loss": "24.1", "ae_loss": "12.2", "par_loss": "11.9", "num_updates": "100"},
+    ]
+    as_json = tmp_path / "json.log"
+    as_json.write_text(
+        "".join(f"2026-11-27 00:38:15 | INFO | train_inner | {json.dumps(r)}\n" for r in records)
+    )
+    out = run_loss_table(as_json, "--require-falling")
+    assert out.returncode == 1 and "NOT falling: ae_loss 11.559 -> 12.200" in out.stdout
+    # a diverged run ends in nan: not falling, and no traceback
+    diverged = tmp_path / "nan.log"
+    diverged.write_text(simple.read_text().replace("ae_loss=10.2", "ae_loss=nan"))
+    out = run_loss_table(diverged, "--require-falling")
+    assert out.returncode == 1 and "NOT falling: ae_loss 11.559 -> nan" in out.stdout and not out.stderr
+    # no objective loss at all: nothing was checked, so nothing passes
+    bare = tmp_path / "bare.log"
+    bare.write_text("2026-11-27 00:38:15 | INFO | train_inner | epoch 001: loss=3.2, num_updates=5\n")
+    out = run_loss_table(bare, "--require-falling")
+    assert out.returncode == 1 and "NOT falling: none of the losses" in out.stdout
 
 
 @pytest.mark.parametrize(
