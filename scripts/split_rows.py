@@ -7,7 +7,9 @@ Writes ``OUT_DIR/{train,valid,test}.jsonl``, one JSON object a line, which
 ``scripts/prepare_seq2seq_data.py --format fields`` (and so ``examples/s2s_ft/finetune.sh``) reads. The
 rows are shuffled with ``--seed`` and cut by the fractions (each at least one row when its fraction is
 above 0); inside each split they keep the file's order. Lines that are not a JSON object are skipped,
-logged (the first few, by line number) and counted.
+logged (the first few, by line number) and counted. A row identical to an earlier one is left out and
+counted, so no row is in two splits. Values JSON has no type for (a Parquet date or bytes) are written as
+their text.
 """
 
 import argparse
@@ -54,36 +56,38 @@ def main(argv=None) -> int:
     if not os.path.isfile(args.rows):
         print(f"error: {args.rows}: no such file", file=sys.stderr)
         return 1
-    rows, skipped = [], 0
+    lines, seen, skipped, duplicates = [], set(), 0, 0
     try:
         for number, row in iter_rows(args.rows):
-            if isinstance(row, dict):
-                rows.append(row)
+            if not isinstance(row, dict):
+                skipped += 1
+                if skipped <= LOGGED:
+                    logger.warning("%s:%d: not a JSON object, skipped", args.rows, number)
                 continue
-            skipped += 1
-            if skipped <= LOGGED:
-                logger.warning("%s:%d: not a JSON object, skipped", args.rows, number)
-        sizes = split_sizes(len(rows), args.valid_fraction, args.test_fraction)
+            line = json.dumps(row, ensure_ascii=False, default=str) + "\n"
+            if line in seen:  # the same row twice: once, or it could land in train and in test
+                duplicates += 1
+                continue
+            seen.add(line)
+            lines.append(line)
+        sizes = split_sizes(len(lines), args.valid_fraction, args.test_fraction)
     except (ValueError, ImportError) as err:
         print(f"error: {err}", file=sys.stderr)
         return 1
     # the shuffled order's first rows are test, the next valid, the rest train
-    order = list(range(len(rows)))
+    order = list(range(len(lines)))
     random.Random(args.seed).shuffle(order)
-    split_of = ["train"] * len(rows)
+    split_of = ["train"] * len(lines)
     for position, i in enumerate(order[: sizes[2] + sizes[1]]):
         split_of[i] = "test" if position < sizes[2] else "valid"
     os.makedirs(args.out_dir, exist_ok=True)
     for split in ("train", "valid", "test"):
         with open(os.path.join(args.out_dir, f"{split}.jsonl"), "w", encoding="utf-8") as f:
-            f.writelines(
-                json.dumps(row, ensure_ascii=False) + "\n"
-                for row, where in zip(rows, split_of)
-                if where == split
-            )
+            f.writelines(line for line, where in zip(lines, split_of) if where == split)
     logger.info(
-        "%s: %d rows -> train %d, valid %d, test %d (seed %d); %d lines skipped (not a JSON object)",
-        args.rows, len(rows), *sizes, args.seed, skipped,
+        "%s: %d rows -> train %d, valid %d, test %d (seed %d); %d lines skipped (not a JSON object), "
+        "%d duplicate rows left out",
+        args.rows, len(lines), *sizes, args.seed, skipped, duplicates,
     )  # fmt: skip
     return 0
 
