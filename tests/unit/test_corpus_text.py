@@ -58,6 +58,13 @@ def test_pod_keeps_text_and_drops_verbatim_code():
     assert "C<" not in text and "L<" not in text and "=head" not in text
 
 
+def test_pod_numeric_escapes():
+    # decimal, hex and octal code points (perlpod); one past Unicode's range, a surrogate or a bad number
+    # is dropped: chr() raised, and the whole corpus build stopped on one file
+    assert pod_inline("E<233>t E<0xE9> E<0351>") == "\u00e9t \u00e9 \u00e9"
+    assert pod_inline("a E<9999999> b E<0xD800> c E<0x> d E<089>") == "a  b  c  d "
+
+
 def test_pod_inline_codes():
     assert pod_inline("see L<the manual|perlrun> and C<< $a <=> $b >>, E<lt>okE<gt>") == (
         "see the manual and $a <=> $b, <ok>"

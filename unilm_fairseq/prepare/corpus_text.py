@@ -95,11 +95,26 @@ _POD_ENTITIES = {"lt": "<", "gt": ">", "verbar": "|", "sol": "/", "quot": '"', "
 _POD_SKIPPED_BLOCKS = ("=begin", "=for")
 
 
+def _pod_character(number: str) -> str:
+    """``E<number>``: a code point in decimal, ``0x`` hex or ``0`` octal (perlpod); "" for anything else, a
+    code point past Unicode's or a surrogate included (one bad escape must not stop a corpus build)."""
+    try:
+        if number[:2].lower() == "0x":
+            point = int(number[2:], 16)
+        elif number.isdigit():
+            point = int(number, 8 if number.startswith("0") else 10)
+        else:
+            return ""
+    except ValueError:
+        return ""
+    return chr(point) if 0 < point < 0x110000 and not 0xD800 <= point < 0xE000 else ""
+
+
 def _pod_code(letter: str, body: str) -> str:
     if letter in "XZ":  # index entry, null
         return ""
     if letter == "E":
-        return _POD_ENTITIES.get(body, chr(int(body)) if body.isdigit() else "")
+        return _POD_ENTITIES.get(body, _pod_character(body))
     if letter == "L":  # L<text|target>, L<target>, L<"section">
         return body.split("|", 1)[0].strip('"/')
     return body
