@@ -70,9 +70,14 @@ def python_files(root: str):
 
 
 def read_source(path: str, counts: Counter):
-    """The file's text, or None (counted) when it is empty, binary or not UTF-8 (the corpus's rule)."""
-    with open(path, "rb") as f:
-        status, text = decode_text(f.read())
+    """The file's text, or None (counted) when it is empty, binary, not UTF-8 (the corpus's rule) or cannot
+    be read."""
+    try:
+        with open(path, "rb") as f:
+            status, text = decode_text(f.read())
+    except OSError:  # a broken link, a file gone or not readable
+        counts["files skipped: unreadable"] += 1
+        return None
     if text is None:
         counts[f"files skipped: {SKIP_LABELS.get(status, status)}"] += 1
     return text
@@ -109,9 +114,12 @@ def main(argv=None) -> int:
                 seen.add(digest)
                 by_split[split].append(pair)
     if args.max_test and len(by_split["test"]) > args.max_test:
-        ordered = sorted(by_split["test"], key=lambda p: hashlib.sha1(p.ident.encode("utf-8")).hexdigest())
-        kept = set(p.ident for p in ordered[: args.max_test])
-        by_split["test"] = [p for p in by_split["test"] if p.ident in kept]
+        # by position: two functions may share an ident (a property's getter and setter)
+        test = by_split["test"]
+        digests = [hashlib.sha1(pair.ident.encode("utf-8")).hexdigest() for pair in test]
+        ordered = sorted(range(len(test)), key=digests.__getitem__)
+        kept = set(ordered[: args.max_test])
+        by_split["test"] = [pair for i, pair in enumerate(test) if i in kept]
     for split in SPLITS:
         if not by_split[split]:
             print(

@@ -173,3 +173,33 @@ def test_script_refuses_a_missing_root(tmp_path):
     )  # fmt: skip
     assert proc.returncode == 1
     assert "no such folder" in proc.stderr
+
+
+def test_max_test_counts_pairs_not_names_and_a_broken_link_is_skipped(tmp_path):
+    """A property's getter and setter share one ident: --max-test N kept every pair whose ident was among
+    the first N, so more than N pairs. A dangling .py link is a counted skip, not a traceback."""
+    root = tmp_path / "src"
+    root.mkdir()
+    for i in range(30):
+        (root / f"mod{i}.py").write_text(
+            f"class Thing{i}:\n"
+            "    @property\n"
+            "    def value(self):\n"
+            '        """Return the stored value of the thing."""\n'
+            f"        result = self._value + {i}\n"
+            "        return result\n"
+            "\n"
+            "    @value.setter\n"
+            "    def value(self, new):\n"
+            '        """Store a new value in the thing."""\n'
+            f"        self._value = new - {i}\n"
+            "        self.changed = True\n"
+        )
+    (root / "gone.py").symlink_to(root / "nowhere.py")
+    out = tmp_path / "data"
+    proc = run_cli(
+        ["python", os.path.join(REPO, "scripts", "prepare_code_docstrings.py"), "--output", str(out),
+         "--root", str(root), "--valid-percent", "20", "--test-percent", "40", "--max-test", "3"]
+    )  # fmt: skip
+    assert "files skipped: unreadable: 1" in proc.stderr + proc.stdout
+    assert len((out / "test.src").read_text().splitlines()) == 3
