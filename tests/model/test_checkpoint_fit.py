@@ -381,3 +381,41 @@ def test_adding_the_pooler_draws_nothing_from_the_global_random_state():
     after = torch.rand(3)
     torch.manual_seed(11)
     assert torch.equal(after, torch.rand(3))
+
+
+def save_with_model_config(model, model_config, path):
+    """A checkpoint of ``model``'s weights whose saved config is ``model_config`` (what fairseq-train and
+    the importer record)."""
+    save_checkpoint(model.state_dict(), path)
+    checkpoint = torch.load(path, weights_only=True)
+    torch.save({**checkpoint, "cfg": {"model": model_config}}, path)
+
+
+@pytest.mark.parametrize(
+    "option, value", [("encoder_attention_heads", 8), ("layernorm_eps", 1e-6), ("activation_fn", "relu"),
+                      ("max_rel_pos", 64)],
+)  # fmt: skip
+def test_pretrained_weights_refuse_settings_no_shape_shows(tmp_path, option, value):
+    """Heads, epsilon, activation and the relative bias's reach change what the weights compute but no
+    shape: such a model took the weights without a word and computed another function."""
+    d = make_dictionary()
+    path = str(tmp_path / "pretrained.pt")
+    model = tiny_model(d)
+    names = ("encoder_attention_heads", "layernorm_eps", "activation_fn", "max_rel_pos")
+    save_with_model_config(model, {name: getattr(model.cfg, name) for name in names}, path)
+    load_pretrained_weights(tiny_model(d, seed=1), path)  # the same settings load
+    flag = "--" + option.replace("_", "-")
+    message = f"{path} was trained with {flag} {getattr(model.cfg, option)} (this model: {value})"
+    with pytest.raises(ValueError, match=re.escape(message)):
+        load_pretrained_weights(tiny_model(d, seed=1, **{option: value}), path)
+
+
+def test_palm_weights_refuse_other_attention_heads(tmp_path):
+    dictionary = make_dictionary(60)
+    path = str(tmp_path / "palm.pt")
+    model = palm_model(dictionary)
+    save_with_model_config(model, {"encoder_attention_heads": model.args.encoder_attention_heads}, path)
+    load_palm_weights(palm_model(dictionary), path)
+    other = 2 * model.args.encoder_attention_heads
+    with pytest.raises(ValueError, match=f"--encoder-attention-heads {model.args.encoder_attention_heads} "):
+        load_palm_weights(palm_model(dictionary, encoder_attention_heads=other), path)

@@ -11,7 +11,7 @@ prefixes ending in ``"."``.
 
 import logging
 from dataclasses import dataclass, field
-from typing import Callable, Iterable, List, Mapping, Optional, Sequence, Tuple, Union
+from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple, Union
 
 from torch import Tensor
 
@@ -35,6 +35,40 @@ def token_table_hint(mismatch: Optional[Mismatch]) -> str:
     if mismatch is not None and mismatch[1][:1] == mismatch[2][:1]:
         return WIDTH_HINT
     return VOCABULARY_HINT
+
+
+def saved_option(model_cfg: Any, name: str) -> Optional[Any]:
+    """Option ``name`` of a saved model config: a dict, an omegaconf container or argparse's ``args``."""
+    if isinstance(model_cfg, dict):
+        return model_cfg.get(name)
+    return getattr(model_cfg, name, None)
+
+
+def checkpoint_option(checkpoint: Dict[str, Any], name: str) -> Optional[Any]:
+    """Option ``name`` of the model config saved in ``checkpoint`` (None when it has no config)."""
+    cfg = checkpoint.get("cfg") or {}
+    model_cfg = cfg.get("model") if hasattr(cfg, "get") else None
+    return None if model_cfg is None else saved_option(model_cfg, name)
+
+
+def check_same_settings(checkpoint: Dict[str, Any], own: Any, names: Iterable[str], source: str) -> None:
+    """Options that change what a model computes but no weight's shape (attention heads, activation,
+    LayerNorm epsilon ...) must be the ones ``checkpoint`` was trained with: its weights would load
+    without a complaint into a model that computes another function. ``own``: the model's config. An
+    option either side lacks is not compared."""
+    differ = []
+    for name in names:
+        theirs, ours = checkpoint_option(checkpoint, name), saved_option(own, name)
+        if theirs is None or ours is None:
+            continue
+        same = float(theirs) == float(ours) if isinstance(ours, float) else str(theirs) == str(ours)
+        if not same:
+            differ.append(f"--{name.replace('_', '-')} {theirs} (this model: {ours})")
+    if differ:
+        raise ValueError(
+            f"{source} was trained with {', '.join(differ)}: give the checkpoint's settings (model_args.txt "
+            "beside a converted checkpoint lists them)"
+        )
 
 
 def matches(key: str, names: Iterable[str]) -> bool:

@@ -13,7 +13,14 @@ from ..data.dictionary import load_dictionary_with_mask
 from ..models import palm, unilmv2
 from ..models.palm import DECODER, ENCODER, SOURCE_POSITION_TABLE, TARGET_POSITION_TABLE, TOKEN_TABLE
 from ..modules.transformer import LAYER_PARTS, LM_HEAD_PARTS
-from .fitting import check_fits, load_fitting_state, token_table_hint
+from .fitting import (
+    check_fits,
+    check_same_settings,
+    checkpoint_option,
+    load_fitting_state,
+    saved_option,
+    token_table_hint,
+)
 from .stage_init import summarize
 
 logger = logging.getLogger(__name__)
@@ -51,7 +58,9 @@ def load_palm_weights(model, path: str, ablation: Optional[str] = None) -> None:
     decoder and output layer, comes from the checkpoint either way (this project's choice: it belongs to
     neither side alone).
     """
-    state = checkpoint_utils.load_checkpoint_to_cpu(path)["model"]
+    checkpoint = checkpoint_utils.load_checkpoint_to_cpu(path)
+    check_same_settings(checkpoint, model.args, SAME_SETTINGS, path)
+    state = checkpoint["model"]
     own = model.state_dict()
     if TOKEN_TABLE not in state:
         raise ValueError(f"{path} is not a palm checkpoint (it has no {TOKEN_TABLE})")
@@ -89,13 +98,6 @@ def load_palm_weights(model, path: str, ablation: Optional[str] = None) -> None:
             logger.info("not loading %s: %d tensors under %s", OPTIONAL_PARTS[prefix], len(dropped), prefix)
 
 
-def _saved_option(model_cfg: Any, name: str) -> Optional[Any]:
-    """Option ``name`` of a saved model config: a dict, an omegaconf container or argparse's ``args``."""
-    if isinstance(model_cfg, dict):
-        return model_cfg.get(name)
-    return getattr(model_cfg, name, None)
-
-
 # the options that make a palm checkpoint's architecture, which fine-tuning from it repeats
 ARCH_OPTIONS = (
     "encoder_layers",
@@ -108,6 +110,14 @@ ARCH_OPTIONS = (
     "activation_fn",
     "encoder_layernorm_eps",
     "copy_attention_dim",
+)
+
+# the ones that no weight's shape shows: fine-tuning with others computes another function
+SAME_SETTINGS = (
+    "encoder_attention_heads",
+    "decoder_attention_heads",
+    "activation_fn",
+    "encoder_layernorm_eps",
 )
 
 
@@ -125,7 +135,7 @@ def take_encoder_layernorm_eps(cfg, path: str) -> None:
     trained with it) before a model that loads its weights is built: stage 2 from stage 1, fine-tuning from
     pre-training. A checkpoint without the option leaves ``cfg`` as it is."""
     model_cfg = saved_model_config(path)
-    eps = None if model_cfg is None else _saved_option(model_cfg, "encoder_layernorm_eps")
+    eps = None if model_cfg is None else saved_option(model_cfg, "encoder_layernorm_eps")
     own = getattr(cfg, "encoder_layernorm_eps", None)
     if eps is not None and (own is None or float(own) != float(eps)):
         if own is not None:
@@ -143,15 +153,15 @@ def palm_arch_flags(path: str) -> List[str]:
     model_cfg = saved_model_config(path)
     if model_cfg is None:
         return []
-    arch = _saved_option(model_cfg, "arch") or _saved_option(model_cfg, "_name")
+    arch = saved_option(model_cfg, "arch") or saved_option(model_cfg, "_name")
     if not arch or not str(arch).startswith("palm"):
         return []
     flags = ["--arch", str(arch)]
     for name in ARCH_OPTIONS:
-        value = _saved_option(model_cfg, name)
+        value = saved_option(model_cfg, name)
         if value is not None:
             flags += ["--" + name.replace("_", "-"), str(value)]
-    if _saved_option(model_cfg, "no_copy"):  # a model without the pointer: so is its fine-tuning
+    if saved_option(model_cfg, "no_copy"):  # a model without the pointer: so is its fine-tuning
         flags.append("--no-copy")
     return flags
 
@@ -159,16 +169,9 @@ def palm_arch_flags(path: str) -> List[str]:
 # ------------------------------------------------------------------- the encoder from a unilmv2 checkpoint
 
 
-def _model_option(checkpoint: Dict[str, Any], name: str) -> Optional[Any]:
-    """Option ``name`` of the model config saved in ``checkpoint`` (None when it has no config)."""
-    cfg = checkpoint.get("cfg") or {}
-    model_cfg = cfg.get("model") if hasattr(cfg, "get") else None
-    return None if model_cfg is None else _saved_option(model_cfg, name)
-
-
 def _layernorm_eps(checkpoint: Dict[str, Any]) -> float:
     """A ``unilmv2`` checkpoint's LayerNorm epsilon (the unilmv2 default when it has no config)."""
-    eps = _model_option(checkpoint, "layernorm_eps")
+    eps = checkpoint_option(checkpoint, "layernorm_eps")
     return float(eps if eps is not None else unilmv2.UniLMv2Config.layernorm_eps)
 
 
@@ -229,7 +232,7 @@ def build_with_unilmv2_encoder(build: Callable[[Any], Any], cfg, path: str, dict
     set_model_option(cfg, "encoder_layernorm_eps", _layernorm_eps(checkpoint))
     check_unilmv2_dictionary(path, dictionary)
     model = build(cfg)
-    heads = _model_option(checkpoint, "encoder_attention_heads")
+    heads = checkpoint_option(checkpoint, "encoder_attention_heads")
     own_heads = model.encoder.layers[0].self_attn.num_heads if len(model.encoder.layers) else None
     if heads is not None and own_heads is not None and int(heads) != own_heads:
         raise ValueError(

@@ -10,11 +10,14 @@ from fairseq.utils import safe_getattr
 from .. import seq2seq_layout
 from ..models.unilmv2 import SEGMENT_TABLE, TOKEN_TABLE
 from .converted import TYPE_ID_KEYS, converted_type_ids
-from .fitting import check_fits, load_fitting_state, token_table_hint
+from .fitting import check_fits, check_same_settings, load_fitting_state, token_table_hint
 
 logger = logging.getLogger(__name__)
 
 FINETUNING_TASK = "unilm_seq2seq"  # checkpoints of this task record the segment ids they were tuned with
+# what changes the computation but no weight's shape; a relative position bias's reach too (its table's
+# size is --rel-pos-bins: --max-rel-pos maps distances onto it)
+SAME_SETTINGS = ("encoder_attention_heads", "activation_fn", "layernorm_eps", "max_rel_pos")
 
 
 def load_pretrained_weights(model, path: str, state: Optional[dict] = None) -> None:
@@ -29,7 +32,9 @@ def load_pretrained_weights(model, path: str, state: Optional[dict] = None) -> N
     The model's own ``upgrade_state_dict_named`` runs first, so a pre-training
     NSP head is dropped or kept fresh as the model needs.
     """
-    state = (state if state is not None else checkpoint_utils.load_checkpoint_to_cpu(path))["model"]
+    checkpoint = state if state is not None else checkpoint_utils.load_checkpoint_to_cpu(path)
+    check_same_settings(checkpoint, model.cfg, SAME_SETTINGS, path)
+    state = checkpoint["model"]
     own = model.state_dict()
     model.upgrade_state_dict_named(state, "")
     if (
