@@ -101,6 +101,8 @@ def parse_args(argv=None):
         parser.error("--shards and --shard-tokens must be positive")
     if not 0 <= args.valid_fraction < 1:
         parser.error("--valid-fraction must be in [0, 1)")
+    if os.path.exists(args.output) and not os.path.isdir(args.output):
+        parser.error(f"--output {args.output} is a file, not a folder")
     if os.path.exists(args.output) and os.listdir(args.output):
         if not args.overwrite:
             parser.error(f"--output {args.output} exists and is not empty (add --overwrite)")

@@ -65,6 +65,8 @@ def parse_args(argv=None) -> argparse.Namespace:
     args = parser.parse_args(argv)
     if args.max_source_tokens < 1:
         parser.error(f"--max-source-tokens {args.max_source_tokens}: must be at least 1")
+    if not os.path.isfile(args.wordpiece_vocab):
+        parser.error(f"--wordpiece-vocab {args.wordpiece_vocab}: no such file")
     return args
 
 

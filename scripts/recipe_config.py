@@ -330,6 +330,8 @@ def main(argv: Optional[List[str]] = None) -> int:
     squad.add_argument("--max-query-length", type=int, default=64)
     add_warmup_options(squad)
     args = parser.parse_args(argv)
+    if args.command in ("updates", "squad-updates") and (args.batch < 1 or args.epochs < 1):
+        parser.error(f"{args.command}: BATCH ({args.batch}) and EPOCHS ({args.epochs}) must be at least 1")
 
     try:
         if args.command == "env":
