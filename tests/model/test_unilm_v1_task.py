@@ -196,3 +196,16 @@ def test_pretrained_bert_like_checkpoint_grows_segments_and_keeps_a_fresh_nsp_he
     load_pretrained_weights(finetune, str(tmp_path / "v1.pt"))
     assert finetune.nsp_head is None
     assert torch.equal(finetune.state_dict()[SEGMENT_TABLE], after[SEGMENT_TABLE])
+
+
+@pytest.mark.parametrize("mode", ["complete", "none"])
+def test_pair_objectives_need_blocks_inside_one_document(one_doc_bin, mode):
+    """With blocks across documents, a cut at the document break gave a B from the next document labelled
+    the continuation of A; the left-to-right and right-to-left objectives alone have no pairs."""
+    with pytest.raises(ValueError, match=f"--sample-break-mode {mode}: a block may end one document"):
+        UniLMTask.setup_task(UniLMConfig(data=str(one_doc_bin), sample_break_mode=mode, seed=1))
+    weights = [0.0, 0.0, 1.0, 1.0]
+    task = UniLMTask.setup_task(
+        UniLMConfig(data=str(one_doc_bin), sample_break_mode=mode, objective_weights=weights, seed=1)
+    )
+    assert len(task.load_dataset("train")) > 0
