@@ -1,8 +1,7 @@
 """SQuAD's exact match and F1, by the rules of the official v2.0 evaluation, for v1.1 and v2.0 alike.
 
 The v1.1 script scores the same but for gold answers that normalize to nothing (an answer "The"): v2.0
-leaves them out, v1.1 keeps them (an empty prediction then matches one). Real v1.1 answers are spans of
-words, so the two agree on them.
+leaves them out, v1.1 keeps them (an empty prediction then matches one).
 
 An answer is normalized by lowercasing, deleting ASCII punctuation, deleting the articles "a", "an",
 "the" as whole words, and collapsing whitespace. Exact match: normalized strings equal. F1: over the
