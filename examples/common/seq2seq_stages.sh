@@ -97,6 +97,18 @@ stage_on() {
   [[ ",${STAGES// /,}," == *",$1,"* ]]
 }
 
+# need_stages NAME...: every one of the STAGES is one of the NAMEs (a misspelt one would skip its step)
+need_stages() {
+  local name known
+  known=$(IFS=,; echo "$*")
+  for name in ${STAGES//,/ }; do
+    if [[ ",$known," != *",$name,"* ]]; then
+      echo "error: STAGES: '$name' is none of $known" >&2
+      exit 2
+    fi
+  done
+}
+
 # default_vocab MODEL_DIR: VOCAB, unless set, is the tokenizer's file beside the pre-trained model (for
 # WordPiece, its dict.txt when there is no vocab.txt: the checkpoint importer writes the vocabulary there)
 default_vocab() {

@@ -18,9 +18,8 @@ set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/pipeline.sh"  # answers -h
 
 palm_prepare() {
-  # shellcheck disable=SC2046  # the tokenizer flags are words on purpose
   run_shown "$PYTHON" "$PALM_REPO/scripts/prepare_seq2seq_data.py" --format cnndm --input "$1" --output "$2" \
-    --sentence-separator none --max-source-tokens $((MAX_SRC - 1)) $(palm_tokenizer_flags) ${EXTRA_PREP:-}
+    --sentence-separator none --max-source-tokens $((MAX_SRC - 1)) "${PALM_TOKENIZE[@]}" ${EXTRA_PREP:-}
 }
 
 palm_main cnndm "$@"

@@ -31,12 +31,10 @@ palm_prepare() {
   local dev_json=${DEV_JSON:-$(palm_marco_file "$raw" dev_v2.1.json)}
   local flags=(--answer-type "$ANSWER_TYPE" --passages "$PASSAGES" --separator "$SEPARATOR"
                --max-source-tokens $((MAX_SRC - 1)))
-  # shellcheck disable=SC2046  # the tokenizer flags are words on purpose
   run_shown "$PYTHON" "$PALM_REPO/scripts/prepare_marco_data.py" --input "$train_json" \
-    --split train --output "$text" "${flags[@]}" $(palm_tokenizer_flags)
-  # shellcheck disable=SC2046
+    --split train --output "$text" "${flags[@]}" "${PALM_TOKENIZE[@]}"
   run_shown "$PYTHON" "$PALM_REPO/scripts/prepare_marco_data.py" --input "$dev_json" \
-    --split dev --output "$text" "${flags[@]}" $(palm_tokenizer_flags)
+    --split dev --output "$text" "${flags[@]}" "${PALM_TOKENIZE[@]}"
   local side
   for side in src tgt id; do
     run_shown_to "$text/valid.$side" head -n "$VALID_SIZE" "$text/dev.$side"

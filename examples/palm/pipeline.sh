@@ -63,13 +63,12 @@ PALM_REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 . "$PALM_REPO/examples/common/seq2seq_stages.sh"
 answer_help "$@"  # -h: the recipe's header and its config's settings, before any work
 
-# tokenizer flags of the preparation scripts
+# PALM_TOKENIZE: the tokenizer flags of the preparation scripts (an array: VOCAB may hold spaces)
 palm_tokenizer_flags() {
   case $TOKENIZER in
-    spm) echo "--spm-model $VOCAB" ;;
-    wordpiece) echo "--wordpiece-vocab $VOCAB --lowercase" ;;
-    none) ;;
-    *) echo "TOKENIZER must be spm, wordpiece or none, not $TOKENIZER" >&2; return 2 ;;
+    spm) PALM_TOKENIZE=(--spm-model "$VOCAB") ;;
+    wordpiece) PALM_TOKENIZE=(--wordpiece-vocab "$VOCAB" --lowercase) ;;
+    none) PALM_TOKENIZE=() ;;
   esac
 }
 
@@ -83,6 +82,7 @@ palm_main() {
   local raw=$1 work=$2
   shift 2
   : "${STAGES:=prepare,preprocess,train,generate,score}" "${PRETRAINED:=}"
+  need_stages prepare preprocess train generate score
   read_recipe_config "$PALM_REPO/examples/palm/config/$name.yaml"
   local model_dir
   model_dir=$(dirname "${PRETRAINED:-.}")
@@ -101,7 +101,9 @@ palm_main() {
   if [ -z "${FP16:-}" ]; then count_cuda_devices; FP16=$(( CUDA_DEVICE_COUNT > 0 )); fi
   : "${SEED:=1}" "${WORKERS:=8}" "${EVAL_ROUGE:=1}"
   need_choice EVAL_ROUGE 0 1
+  need_choice TOKENIZER spm wordpiece none
   default_vocab "$model_dir"
+  palm_tokenizer_flags
   local text=$work/text bin=$work/bin save=$work/checkpoints gen=$work/gen.out
   # the model folder records how the training text was cased (palm_tokenizer_flags lowercases WordPiece)
   FOLDER_CASING=

@@ -133,12 +133,7 @@ if [ -n "$MIN_LEN" ] && (( MIN_LEN > MAX_LEN )); then
   echo "error: MIN_LEN=$MIN_LEN is above MAX_LEN=$MAX_LEN: no hypothesis could be that long and that short" >&2
   exit 2
 fi
-for name in ${STAGES//,/ }; do
-  case "$name" in convert | tokenize | binarize | train | generate | score) ;; *)
-    echo "error: STAGES: '$name' is none of convert,tokenize,binarize,train,generate,score" >&2
-    exit 2 ;;
-  esac
-done
+need_stages convert tokenize binarize train generate score
 case "$CKPT" in best | last) ;; *)
   if [ ! -f "$CKPT" ] && ! stage_on train; then echo "error: CKPT=$CKPT: no such checkpoint (best, last or a path)" >&2; exit 2; fi
   if [ "$TUNE" = 1 ] && stage_on generate && [ "$(dirname "$CKPT")" != "$WORK/checkpoints" ]; then

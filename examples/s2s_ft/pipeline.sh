@@ -71,6 +71,7 @@ s2s_ft_main() {
   local raw=$1 work=$2
   shift 2
   : "${STAGES:=prepare,preprocess,train,generate,score}" "${PRETRAINED:=}"
+  need_stages prepare preprocess train generate score
   read_recipe_config "$S2S_FT_REPO/examples/s2s_ft/config/$name.yaml"
   local model_dir
   model_dir=$(dirname "${PRETRAINED:-.}")

@@ -400,6 +400,15 @@ def test_missing_release_file_is_named(tmp_path):
     assert "XSum-TRAINING-DEV-TEST-SPLIT-90-5-5.json" in proc.stderr, proc.stderr[-2000:]
 
 
+@pytest.mark.parametrize("recipe", ["examples/s2s_ft/cnndm.sh", "examples/palm/cnndm.sh"])
+def test_a_misspelt_stage_is_refused_before_any_work(tmp_path, recipe):
+    """STAGES=preprocess,trian skipped training and decoded a checkpoint nothing had made (exit 0)."""
+    work = tmp_path / "work"
+    proc = run_recipe(recipe, str(tmp_path), str(work), cwd=tmp_path, STAGES="preprocess,trian,generate")
+    assert proc.returncode == 2 and "STAGES: 'trian' is none of prepare,preprocess,train" in proc.stderr
+    assert not work.exists()
+
+
 @pytest.mark.parametrize("recipe", ["examples/s2s_ft/cnndm.sh", "examples/palm/gigaword.sh"])
 def test_later_stages_name_the_missing_prepared_file(tmp_path, recipe):
     work = tmp_path / "work"
