@@ -4,11 +4,13 @@ import logging
 
 import pytest
 import torch
+from fairseq import utils
 
-from unilm_fairseq.tasks.unilm_seq2seq import UniLMSeq2SeqConfig, UniLMSeq2SeqTask
+from unilm_fairseq.tasks.unilm_seq2seq import UniLMSeq2SeqConfig, UniLMSeq2SeqTask, _TokenList
 
 from ..helpers.cli import preprocess
 from ..helpers.models import tiny_model
+from ..helpers.seq2seq import line, make_task
 
 SOURCES = ["a b c", "", "a b", " ".join(["a"] * 30), "a zzz b", "c"]
 TARGETS = ["b c", "a", "", "a b", "b", " ".join(["c"] * 20)]
@@ -120,3 +122,20 @@ def test_a_cut_binarized_file_is_named_when_the_split_loads(messy_pairs, tmp_pat
     data.write_bytes(data.read_bytes()[:-4])
     with pytest.raises(CorruptShardError, match=r"train\.src-tgt\.tgt\.bin is truncated"):
         task_for(tmp_path / "bin").load_dataset("train")
+
+
+@pytest.mark.parametrize("method", ["pseudo_masked", "causal"])
+def test_max_tokens_below_a_packed_pseudo_masked_example_is_named(method):
+    """A pseudo-masked example packs a pseudo token per target token: S + 2T tokens in S + T positions.
+    --max-tokens between the two passed the length filter, then fairseq's batching asserted."""
+    task = make_task(finetune_method=method, max_source_positions=16, max_target_positions=8)
+    sources, targets = [line(10, 1), line(3, 2), line(4, 3)], [line(7, 1), line(2, 2), line(2, 3)]
+    dataset = task._dataset(_TokenList(sources), _TokenList(targets))
+    positions = utils.resolve_max_positions(task.max_positions(), 64, 24)
+    if method == "causal":  # S + T tokens: it batches
+        batches = task.get_batch_iterator(dataset, max_tokens=24, max_positions=positions)
+        assert sum(len(b["id"]) for b in batches.next_epoch_itr(shuffle=False)) == 3
+        return
+    most = max(dataset.num_tokens(i) for i in range(len(dataset)))
+    with pytest.raises(ValueError, match=f"--max-tokens 24 is less than the {most} tokens of the longest"):
+        task.get_batch_iterator(dataset, max_tokens=24, max_positions=positions)

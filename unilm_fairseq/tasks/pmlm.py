@@ -10,7 +10,13 @@ from fairseq.tasks import register_task
 
 from ..data.masking import MaskingConfig
 from ..data.pretraining import PMLMDataset, SegmentPairDataset
-from .shared_dictionary import DOCUMENT_SEP_LEN, TextBlocksConfig, TextBlocksTask, text_blocks
+from .shared_dictionary import (
+    DOCUMENT_SEP_LEN,
+    TextBlocksConfig,
+    TextBlocksTask,
+    check_max_tokens,
+    text_blocks,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -109,14 +115,12 @@ class PMLMTask(TextBlocksTask):
 
     def get_batch_iterator(self, dataset, max_tokens=None, **kwargs):
         longest = self.cfg.tokens_per_sample  # below it, the base class's error names the options
-        if max_tokens is not None and max_tokens >= longest and len(dataset):  # else fairseq asserts
-            most = int(dataset.num_tokens_vec(np.arange(len(dataset))).max())
-            if most > max_tokens:
-                raise ValueError(
-                    f"--max-tokens {max_tokens} is less than the {most} tokens of the longest example: with "
-                    f"--tokens-per-sample {longest}, an example holds its context plus two pseudo tokens "
-                    f"per masked token (--mask-prob {self.cfg.mask_prob}); use --max-tokens {most} or more"
-                )
+        if max_tokens is not None and max_tokens >= longest:
+            packed = (
+                f"with --tokens-per-sample {longest}, an example holds its context plus two pseudo tokens "
+                f"per masked token (--mask-prob {self.cfg.mask_prob})"
+            )
+            check_max_tokens(dataset, max_tokens, packed)
         return super().get_batch_iterator(dataset, max_tokens=max_tokens, **kwargs)
 
     def max_positions(self):

@@ -69,6 +69,20 @@ def text_blocks(lines, dictionary, cfg: TextBlocksConfig):
     return blocks, block_size
 
 
+def check_max_tokens(dataset, max_tokens: Optional[int], packed: str) -> None:
+    """An error naming ``--max-tokens`` when the longest packed example of ``dataset`` (its
+    ``num_tokens``, which may exceed the positions it uses) is longer: fairseq's batching would assert
+    without naming an option. ``packed`` says what an example holds."""
+    if max_tokens is None or not len(dataset):
+        return
+    most = int(dataset.num_tokens_vec(np.arange(len(dataset))).max())
+    if most > max_tokens:
+        raise ValueError(
+            f"--max-tokens {max_tokens} is less than the {most} tokens of the longest example: {packed}; use "
+            f"--max-tokens {most} or more"
+        )
+
+
 class SharedDictionaryTask(PreparedModelTask, MixedPrecisionTask, FairseqTask):
     """Base of tasks whose inputs and outputs use one dictionary (one embedding table); ``--amp-bf16``
     where the task's config has it (:class:`MixedPrecisionConfig`)."""

@@ -32,7 +32,7 @@ from .decoding_conventions import (
 )
 from .mixed_precision import MixedPrecisionConfig
 from .rouge_validation import RougeValidationConfig, RougeValidationTask
-from .shared_dictionary import SharedDictionaryTask
+from .shared_dictionary import SharedDictionaryTask, check_max_tokens
 
 logger = logging.getLogger(__name__)
 
@@ -386,6 +386,13 @@ class UniLMSeq2SeqTask(RougeValidationTask, DecodingConventionsTask, SharedDicti
               "positional_scores": scores}]
             for target, scores in zip(targets, average_over_models(per_model))
         ]  # fmt: skip
+
+    def get_batch_iterator(self, dataset, max_tokens=None, **kwargs):
+        pseudo_masked = seq2seq_layout.FinetuneMethod.PSEUDO_MASKED
+        if isinstance(dataset, Seq2SeqDataset) and dataset.spec.method == pseudo_masked:
+            packed = "a pseudo-masked example holds its source, its target and a pseudo token per target word"
+            check_max_tokens(dataset, max_tokens, packed)
+        return super().get_batch_iterator(dataset, max_tokens=max_tokens, **kwargs)
 
     def max_positions(self):
         return self.cfg.max_source_positions + self.cfg.max_target_positions
