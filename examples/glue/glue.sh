@@ -86,6 +86,7 @@ if [ -s "$WORK/raw/valid1.input0" ]; then
   VALID_SUBSETS=(--valid-subset valid,valid1)
 fi
 validprefs() { local IFS=,; local names=("${VALID[@]/#/$WORK/raw/}"); echo "${names[*]/%/.$1}"; }
+rm -rf "$WORK/bin"  # binarized afresh: fairseq-preprocess will not build a dictionary over an old one
 SRCDICT=()
 [ -n "${DICT:-}" ] && SRCDICT=(--srcdict "$DICT")
 for input in input0 input1; do

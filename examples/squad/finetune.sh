@@ -5,7 +5,8 @@
 #
 # SQUAD_DIR holds the official files: train-v1.1.json and dev-v1.1.json (VERSION=1.1, default) or
 # train-v2.0.json and dev-v2.0.json (VERSION=2.0). MODEL is a folder with model.pt and dict.txt written by
-# scripts/convert_hf_checkpoint.py (or a unilmv2 checkpoint and its dict.txt: PRETRAINED=..., DICT=...).
+# scripts/convert_hf_checkpoint.py (or a unilmv2 checkpoint and its dict.txt: PRETRAINED=..., DICT=...);
+# the model_args.txt beside the checkpoint gives the architecture flags unless ARCH is set.
 # Extra arguments go to fairseq-train (for example --fp16, --update-freq 2).
 #
 # Settings: one fairseq-hydra-train config per SQuAD version and paper holds every value, each with its
@@ -22,6 +23,7 @@
 set -euo pipefail
 # shellcheck source=../common/pairs.sh
 source "$(dirname "${BASH_SOURCE[0]}")/../common/pairs.sh"
+ARCH_GIVEN=${ARCH:-}
 : "${VERSION:=1.1}" "${ARCH:=unilmv2_base}"
 case $ARCH in
   unilm_v1_*) : "${SETTINGS:=unilm_v1}" ;;
@@ -35,7 +37,7 @@ SUFFIX=_$SETTINGS
 RECIPE_CONFIGS=("$PAIRS_REPO/examples/squad/config/squad_v${VERSION%%.*}$SUFFIX.yaml")
 answer_help "$@"  # -h: this header and the settings of that config, before any work
 if [ $# -lt 2 ]; then
-    sed -n '2,9p' "$0"
+    sed -n '2,10p' "$0"
     exit 1
 fi
 SQUAD_DIR=$1
@@ -63,6 +65,11 @@ mkdir -p "$WORK/data"
 ln -sf "$(realpath "$DICT")" "$WORK/data/dict.txt"
 ln -sf "$(realpath "$SQUAD_DIR/train-v$VERSION.json")" "$WORK/data/train.json"
 ln -sf "$(realpath "$SQUAD_DIR/dev-v$VERSION.json")" "$WORK/data/valid.json"
+# a converted model's architecture flags (model_args.txt beside its model.pt), unless ARCH is given
+ARCH_FLAGS=(--arch "$ARCH")
+if [ -z "$ARCH_GIVEN" ] && [ -n "$PRETRAINED" ] && [ -f "$(dirname "$PRETRAINED")/model_args.txt" ]; then
+    read -r -a ARCH_FLAGS < "$(dirname "$PRETRAINED")/model_args.txt"
+fi
 CASE_FLAG=()
 [ "$CASED" = 1 ] && CASE_FLAG=(--cased)
 TASK_FLAGS=(--task squad_qa --qa-tokenizer "$TOKENIZER" "${CASE_FLAG[@]}" --max-seq-length "$MAX_SEQ_LENGTH"
@@ -90,7 +97,7 @@ UPDATE_FREQ=$(( TOTAL_BATCH / (GPUS * BATCH_PER_GPU) ))
 echo "SQuAD v$VERSION: $WINDOWS training windows -> $UPDATES updates ($WARMUP warm-up)"
 
 fairseq-train "$WORK/data" --user-dir "$PAIRS_REPO/unilm_fairseq" "${TASK_FLAGS[@]}" "${PRETRAINED_FLAG[@]}" \
-    "${ANSWERABILITY_FLAGS[@]}" --arch "$ARCH" --criterion squad_span \
+    "${ANSWERABILITY_FLAGS[@]}" "${ARCH_FLAGS[@]}" --criterion squad_span \
     --optimizer adam --adam-betas '(0.9, 0.98)' --adam-eps "$ADAM_EPS" --weight-decay "$WEIGHT_DECAY" \
     --clip-norm "$CLIP_NORM" \
     --lr "$LR" --lr-scheduler polynomial_decay --warmup-updates "$WARMUP" --total-num-update "$UPDATES" \

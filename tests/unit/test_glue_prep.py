@@ -137,6 +137,9 @@ def test_recipe_runs_on_the_fixtures(tmp_path, task):
         assert [line.split()[0] for line in labels] == ["0", "1"]
     if task == "MNLI":  # the mismatched dev set is scored too
         assert re.search(r"valid on 'valid1' subset .*\| accuracy [-\d.]+", log), log[-3000:]
+    if task == "STS-B":  # again into the same WORK, without DICT: fairseq-preprocess refused its old dict.txt
+        again = subprocess.run(proc.args, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
+        assert again.returncode == 0, (again.stdout + again.stderr)[-3000:]
 
 
 def test_recipe_rejects_an_unknown_casing_before_any_work(tmp_path):
