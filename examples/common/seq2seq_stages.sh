@@ -216,7 +216,8 @@ paper_train_stage() {
   echo "training: $updates updates ($warmup warm-up) of $TOTAL_BATCH examples" \
     "= $GPUS GPUs x $BATCH_PER_GPU x update-freq $UPDATE_FREQ" >&2
   train_stage "$bin" "$save" "$task" "$updates" "$warmup" \
-    --batch-size "$BATCH_PER_GPU" --update-freq "$UPDATE_FREQ" --dropout "$DROPOUT" \
+    --batch-size "$BATCH_PER_GPU" --update-freq "$UPDATE_FREQ" --distributed-world-size "$GPUS" \
+    --dropout "$DROPOUT" \
     --attention-dropout "$DROPOUT" --save-interval-updates "$SAVE_INTERVAL" --keep-interval-updates 5 \
     --log-interval 100 ${EVAL_ROUGE_FLAGS[@]+"${EVAL_ROUGE_FLAGS[@]}"} "$@"
 }

@@ -32,6 +32,10 @@ set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/../common/pairs.sh"
 RECIPE_CONFIGS=("$(dirname "$0")/config/pretrain_stage1.yaml" "$(dirname "$0")/config/pretrain_stage2.yaml")
 answer_help "$@"  # -h: this header and both configs' settings, before any work
+if [ $# -lt 2 ]; then
+  echo "usage: bash $0 DATA_BIN SAVE_DIR [fairseq-train flags] (-h: the settings)" >&2
+  exit 1
+fi
 DATA_BIN=$1
 SAVE_DIR=$2
 shift 2
@@ -49,7 +53,8 @@ COMMON=(--user-dir "$PAIRS_REPO/unilm_fairseq" --task palm_pretrain --arch palm_
   --max-source-positions 512 --max-target-positions 512
   --optimizer adam --adam-betas '(0.9, 0.999)' --adam-eps "$ADAM_EPS" --weight-decay "$WEIGHT_DECAY"
   --clip-norm "$CLIP_NORM" --lr "$LR" --lr-scheduler polynomial_decay --warmup-updates "$WARMUP"
-  --batch-size "$MAX_SENTENCES" --update-freq "$UPDATE_FREQ" --dropout "$DROPOUT"
+  --batch-size "$MAX_SENTENCES" --update-freq "$UPDATE_FREQ" --distributed-world-size "$GPUS"
+  --dropout "$DROPOUT"
   --attention-dropout "$DROPOUT" --fp16
   --save-interval-updates 10000 --keep-interval-updates 5 --no-epoch-checkpoints
   --log-format simple --log-interval 100)

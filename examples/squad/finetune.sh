@@ -101,7 +101,7 @@ fairseq-train "$WORK/data" --user-dir "$PAIRS_REPO/unilm_fairseq" "${TASK_FLAGS[
     --optimizer adam --adam-betas '(0.9, 0.98)' --adam-eps "$ADAM_EPS" --weight-decay "$WEIGHT_DECAY" \
     --clip-norm "$CLIP_NORM" \
     --lr "$LR" --lr-scheduler polynomial_decay --warmup-updates "$WARMUP" --total-num-update "$UPDATES" \
-    --max-update "$UPDATES" --batch-size "$BATCH_PER_GPU" --update-freq "$UPDATE_FREQ" \
+    --max-update "$UPDATES" --batch-size "$BATCH_PER_GPU" --update-freq "$UPDATE_FREQ" --distributed-world-size "$GPUS" \
     --required-batch-size-multiple 1 --save-dir "$WORK/checkpoints" --no-epoch-checkpoints \
     --log-format simple --log-interval 100 "$@"
 

@@ -23,6 +23,10 @@ set -euo pipefail
 # shellcheck source=../common/pairs.sh
 source "$(dirname "${BASH_SOURCE[0]}")/../common/pairs.sh"
 answer_help "$@"  # -h: this header and the config's settings, before any work
+if [ $# -lt 2 ]; then
+  echo "usage: bash $0 DATA_BIN SAVE_DIR [fairseq-train flags] (-h: the settings)" >&2
+  exit 1
+fi
 DATA_BIN=$1
 SAVE_DIR=$2
 shift 2
@@ -42,7 +46,7 @@ fairseq-train "$DATA_BIN" --user-dir "$PAIRS_REPO/unilm_fairseq" \
   --optimizer adam --adam-betas '(0.9, 0.98)' --adam-eps "$ADAM_EPS" --weight-decay "$WEIGHT_DECAY" \
   --clip-norm "$CLIP_NORM" --lr "$LR" --lr-scheduler polynomial_decay --warmup-updates "$WARMUP" \
   --total-num-update "$STEPS" --max-update "$STEPS" \
-  --batch-size "$MAX_SENTENCES" --update-freq "$UPDATE_FREQ" \
+  --batch-size "$MAX_SENTENCES" --update-freq "$UPDATE_FREQ" --distributed-world-size "$GPUS" \
   --dropout "$DROPOUT" --attention-dropout "$DROPOUT" --fp16 \
   --save-dir "$SAVE_DIR" --save-interval-updates 10000 --keep-interval-updates 5 \
   --log-format simple --log-interval 100 "$@"

@@ -400,6 +400,17 @@ def test_missing_release_file_is_named(tmp_path):
     assert "XSum-TRAINING-DEV-TEST-SPLIT-90-5-5.json" in proc.stderr, proc.stderr[-2000:]
 
 
+@pytest.mark.parametrize(
+    "recipe",
+    ["examples/unilmv2_pretrain/pretrain_base.sh", "examples/unilm_v1_pretrain/pretrain_large.sh",
+     "examples/palm/pretrain_base.sh"],
+)  # fmt: skip
+def test_pretraining_recipes_without_their_folders_print_their_usage(tmp_path, recipe):
+    """Under set -u a missing DATA_BIN was "$1: unbound variable"."""
+    proc = run_recipe(recipe, cwd=tmp_path)
+    assert proc.returncode == 1 and "usage: bash" in proc.stderr and "unbound" not in proc.stderr
+
+
 @pytest.mark.parametrize("recipe", ["examples/s2s_ft/cnndm.sh", "examples/palm/cnndm.sh"])
 def test_a_misspelt_stage_is_refused_before_any_work(tmp_path, recipe):
     """STAGES=preprocess,trian skipped training and decoded a checkpoint nothing had made (exit 0)."""
