@@ -32,6 +32,9 @@ set -uo pipefail
 STARTED=$(date +%s)
 DEADLINE_S=${DEADLINE_S:-540}
 PARTS=${PARTS:-bench train tests}
+# a relative RESULTS or ARCHIVE is the caller's, not the repository's
+case ${RESULTS:-} in "" | /*) ;; *) RESULTS=$PWD/$RESULTS ;; esac
+case ${ARCHIVE:-} in "" | /*) ;; *) ARCHIVE=$PWD/$ARCHIVE ;; esac
 cd "$(dirname "$0")/.."
 REPO=$PWD
 RESULTS=${RESULTS:-$REPO/gpu_check_results}

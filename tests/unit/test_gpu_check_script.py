@@ -154,6 +154,14 @@ def test_a_failed_step_prints_its_log_and_the_results_pack_into_one_archive(tmp_
     assert not [n for n in names if n.startswith("results/work")] and not (results / "work").exists()
 
 
+def test_relative_results_and_archive_are_the_callers(tmp_path):
+    """The script works from the repository root; RESULTS=res and ARCHIVE=out.tar.gz went there."""
+    env = shimmed_env(tmp_path, DEADLINE_S="1", PARTS="tests", RESULTS="res", ARCHIVE="out.tar.gz")
+    subprocess.run(["bash", SCRIPT], capture_output=True, text=True, env=env, timeout=300, cwd=tmp_path)
+    assert (tmp_path / "res" / "results.txt").exists() and (tmp_path / "out.tar.gz").exists()
+    assert not any(os.path.exists(os.path.join(REPO, name)) for name in ("res", "out.tar.gz"))
+
+
 FAKE_TRAIN = """#!/bin/sh
 # fairseq-train for the control flow of gpu_check.sh's part 3: a first-update log line, a loss off by
 # 1% in --amp-bf16, a crash for unilm_seq2seq --fp16, fairseq's TPU mode refused as the plugin does
