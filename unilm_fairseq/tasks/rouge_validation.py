@@ -19,10 +19,9 @@ import json
 from argparse import Namespace
 from dataclasses import dataclass, field
 
-from fairseq import metrics
+from fairseq import metrics, utils
 from fairseq.dataclass import ChoiceEnum, FairseqDataclass
 
-from ..criterions.reduce import summed_number
 from ..scoring.metrics import DETOKENIZERS, detokenize, rouge_scores
 
 ROUGE_LOGGED = {"rouge1": "rouge_1", "rouge2": "rouge_2", "rougeL": "rouge_l"}
@@ -65,6 +64,11 @@ def generation_args(text: str) -> Namespace:
         known = ", ".join(sorted(GENERATION_OPTIONS))
         raise ValueError(f"--eval-rouge-args: unknown option {unknown[0]!r} (known: {known})")
     return Namespace(**{"beam": 1, **given})
+
+
+def _total(logging_outputs, key: str):
+    """The sum of ``key`` over the logging outputs, as a host number (they may be tensors)."""
+    return utils.item(sum(log.get(key, 0) for log in logging_outputs))
 
 
 class RougeValidationTask:
@@ -112,12 +116,12 @@ class RougeValidationTask:
         if not getattr(self.cfg, "eval_rouge", False):
             return
         # host numbers: after fairseq's all-reduce (more than one worker) every logged value is a tensor
-        pairs = summed_number(logging_outputs, COUNT)
+        pairs = _total(logging_outputs, COUNT)
         if pairs == 0:
             return
         metrics.log_scalar(COUNT, pairs)
         for logged in ROUGE_LOGGED.values():
-            metrics.log_scalar(f"_{logged}_sum", summed_number(logging_outputs, f"_{logged}_sum"))
+            metrics.log_scalar(f"_{logged}_sum", _total(logging_outputs, f"_{logged}_sum"))
             metrics.log_derived(logged, lambda meters, key=logged: round(
                 100 * float(meters[f"_{key}_sum"].sum) / max(float(meters[COUNT].sum), 1), 2
             ))  # fmt: skip
