@@ -93,12 +93,13 @@ def last_decoding_position(method: FinetuneMethod, source_len: int, steps: int) 
     return max(source_len - 1, start + steps)
 
 
-def check_decoding_positions(last_position: int, max_positions: int) -> None:
-    """A clear error when decoding would use position ``last_position`` of a ``max_positions``-row table."""
+def check_decoding_positions(last_position: int, max_positions: int, remedy: Optional[str] = None) -> None:
+    """A clear error when decoding would use position ``last_position`` of a ``max_positions``-row table;
+    ``remedy`` says what to change (by default the length limit and the source)."""
     if last_position >= max_positions:
         raise ValueError(
             f"decoding reached position {last_position}, beyond the position table "
-            f"(max_positions={max_positions}); lower --max-len-b or the source length"
+            f"(max_positions={max_positions}); {remedy or 'lower --max-len-b or the source length'}"
         )
 
 

@@ -330,16 +330,13 @@ class UniLMSeq2SeqTask(RougeValidationTask, DecodingConventionsTask, SharedDicti
             generator.requested_max_len = generator.max_len
         generator.max_len = min(generator.requested_max_len, room)
         wanted = int(generator.max_len_a * src_len + generator.max_len_b)
+        remedy = None
         if getattr(generator, "match_source_len", False):  # fairseq then ignores max_len: no cap
             sample, steps = match_source_lengths(sample)
-            for model in models:
-                last = last_decoding_position(model.seq2seq_spec.method, src_len, steps)
-                if last >= table:
-                    raise ValueError(
-                        f"--match-source-len: sources of up to {steps} tokens ask for as many output "
-                        f"tokens, which reach position {last} of a {table}-row position table; shorten the "
-                        "sources or drop --match-source-len"
-                    )
+            remedy = (
+                f"--match-source-len: sources of up to {steps} tokens ask for as many output tokens; shorten "
+                "the sources or drop --match-source-len"
+            )
         else:
             if wanted > generator.max_len - 1:
                 logger.warning(
@@ -348,7 +345,8 @@ class UniLMSeq2SeqTask(RougeValidationTask, DecodingConventionsTask, SharedDicti
                 )  # fmt: skip
             steps = min(wanted, generator.max_len - 1)  # the generator's last step
         for model in models:
-            check_decoding_positions(last_decoding_position(model.seq2seq_spec.method, src_len, steps), table)
+            last = last_decoding_position(model.seq2seq_spec.method, src_len, steps)
+            check_decoding_positions(last, table, remedy)
         check_min_len_fits(generator.min_len, steps, src_len)  # after: a too-long source says so first
         step_mode = getattr(self.cfg, "decoding_step", "eager")  # configs saved before the field lack it
         for model in models:
