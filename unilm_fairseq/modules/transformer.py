@@ -85,7 +85,7 @@ class UniLMEmbeddings(RetainedDropout, nn.Module):
         self.positions = nn.Embedding(max_positions, embed_dim)
         self.segments = nn.Embedding(num_segments, embed_dim) if num_segments > 0 else None
         self.layer_norm = LayerNorm(embed_dim, eps=eps)
-        self.dropout = nn.Dropout(dropout)
+        self.dropout = dropout
         # only created when needed, so models without it keep their state-dict keys
         self.project = (
             nn.Linear(embed_dim, hidden_dim) if hidden_dim is not None and hidden_dim != embed_dim else None
@@ -108,7 +108,7 @@ class UniLMEmbeddings(RetainedDropout, nn.Module):
         x = self.tokens(tokens) + position_embeddings
         if self.segments is not None:
             x = x + self.segments(segments)
-        x = F.dropout(self.layer_norm(x), self.dropout.p, training=self.dropout_on())  # B x T x E
+        x = F.dropout(self.layer_norm(x), self.dropout, training=self.dropout_on())  # B x T x E
         return x if self.project is None else self.project(x)
 
 

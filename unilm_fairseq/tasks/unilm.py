@@ -84,8 +84,8 @@ class UniLMTask(TextBlocksTask):
                 f"--span-prob {cfg.span_prob} masks n-grams of 2 to --max-span-length tokens, which is "
                 f"{cfg.max_span_length}: give at least 2, or --span-prob 0"
             )
-        pairs = [w for w, name in zip(cfg.objective_weights, ("bidirectional", "seq2seq")) if w > 0]
-        if pairs and cfg.sample_break_mode != "complete_doc":
+        pairs = list(cfg.objective_weights)[:2]  # bidirectional, seq2seq: the objectives of a pair A/B
+        if any(weight > 0 for weight in pairs) and cfg.sample_break_mode != "complete_doc":
             raise ValueError(
                 f"--sample-break-mode {cfg.sample_break_mode}: a block may end one document and start the "
                 "next, and the bidirectional (NSP) and seq2seq objectives would pair the two as one text "
