@@ -81,6 +81,17 @@ need_fraction() {
     exit 2
   fi
 }
+
+# model_arch_flags [MODEL_DIR]: fairseq's architecture flags for a model: --arch ARCH when ARCH is set, else the
+# flags in MODEL_DIR/model_args.txt (which the checkpoint importer writes), else --arch unilmv2_base
+model_arch_flags() {
+  if [ -z "${ARCH:-}" ] && [ -n "${1:-}" ] && [ -f "$1/model_args.txt" ]; then
+    cat "$1/model_args.txt"
+  else
+    echo "--arch ${ARCH:-unilmv2_base}"
+  fi
+}
+
 # need_choice NAME CHOICE...: $NAME is one of the choices
 need_choice() {
   local name=$1 value=${!1} choice

@@ -311,16 +311,6 @@ decoded_checkpoint() {
   esac
 }
 
-# model_arch_flags [MODEL_DIR]: fairseq's architecture flags for a model: --arch ARCH when ARCH is set, else the
-# flags in MODEL_DIR/model_args.txt (which the checkpoint importer writes), else --arch unilmv2_base
-model_arch_flags() {
-  if [ -z "${ARCH:-}" ] && [ -n "${1:-}" ] && [ -f "$1/model_args.txt" ]; then
-    cat "$1/model_args.txt"
-  else
-    echo "--arch ${ARCH:-unilmv2_base}"
-  fi
-}
-
 # write_model_folder SAVE DECODED BIN: the checkpoint folder becomes a model folder that the hub loads with
 # one argument, with its dictionaries, tokenizer and the test set's decoding settings (only when DECODED is
 # a real checkpoint in SAVE, decoded from real files); FOLDER_CASING (--lowercase or --cased), when the

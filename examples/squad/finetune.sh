@@ -66,10 +66,7 @@ ln -sf "$(realpath "$DICT")" "$WORK/data/dict.txt"
 ln -sf "$(realpath "$SQUAD_DIR/train-v$VERSION.json")" "$WORK/data/train.json"
 ln -sf "$(realpath "$SQUAD_DIR/dev-v$VERSION.json")" "$WORK/data/valid.json"
 # a converted model's architecture flags (model_args.txt beside its model.pt), unless ARCH is given
-ARCH_FLAGS=(--arch "$ARCH")
-if [ -z "$ARCH_GIVEN" ] && [ -n "$PRETRAINED" ] && [ -f "$(dirname "$PRETRAINED")/model_args.txt" ]; then
-    read -r -a ARCH_FLAGS < "$(dirname "$PRETRAINED")/model_args.txt"
-fi
+read -r -a ARCH_FLAGS <<< "$(ARCH=$ARCH_GIVEN model_arch_flags "${PRETRAINED:+$(dirname "$PRETRAINED")}")"
 CASE_FLAG=()
 [ "$CASED" = 1 ] && CASE_FLAG=(--cased)
 TASK_FLAGS=(--task squad_qa --qa-tokenizer "$TOKENIZER" "${CASE_FLAG[@]}" --max-seq-length "$MAX_SEQ_LENGTH"
